@@ -1,0 +1,77 @@
+# xdplab.testbed: the two commands a new user runs are `make bench` and `make test`.
+SHELL := /bin/bash
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+COLL_LINK := .collections/ansible_collections/xdplab/testbed
+export ANSIBLE_CONFIG := $(CURDIR)/ansible.cfg
+export PATH := $(CURDIR)/$(BIN):$(PATH)
+export LC_ALL := C.UTF-8
+
+.PHONY: help deps deps-apt deps-test venv venv-test collection bench test unit integration lint molecule bench-perf build clean
+
+help:
+	@echo "make bench       install everything, run bench.yml on the virtual test bed"
+	@echo "make test        install test deps, run unit, integration, lint and molecule"
+	@echo "make bench-perf  generator and harness-overhead benchmark (prints figures)"
+	@echo "make build       ansible-galaxy collection build"
+
+# Debian packages (root). A stamp keyed on the package list avoids re-running apt.
+$(VENV)/.apt-stamp: requirements-apt.txt
+	@if [ "$$(id -u)" != 0 ]; then echo "make: run as root (apt-get, netns, XDP)"; exit 1; fi
+	apt-get update -qq
+	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
+	    $$(grep -v '^\s*#' requirements-apt.txt | tr '\n' ' ') >/dev/null
+	mkdir -p $(VENV) && touch $@
+
+deps-apt: $(VENV)/.apt-stamp
+
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+
+$(VENV)/.runtime-stamp: requirements.txt | $(BIN)/python
+	$(BIN)/pip install -q --disable-pip-version-check -r requirements.txt
+	touch $@
+
+$(VENV)/.test-stamp: requirements.txt requirements-test.txt | $(BIN)/python
+	$(BIN)/pip install -q --disable-pip-version-check -r requirements-test.txt
+	touch $@ $(VENV)/.runtime-stamp
+
+venv: $(VENV)/.runtime-stamp
+venv-test: $(VENV)/.test-stamp
+
+# The working tree is the collection: link it where ansible.cfg looks.
+collection:
+	@mkdir -p $(dir $(COLL_LINK))
+	@[ -L $(COLL_LINK) ] || ln -sfn ../../.. $(COLL_LINK)
+
+deps: deps-apt venv collection
+deps-test: deps-apt venv-test collection
+
+bench: deps
+	$(BIN)/ansible-playbook bench.yml $(BENCH_ARGS)
+
+test: deps-test
+	$(MAKE) --no-print-directory unit integration lint molecule
+
+unit:
+	$(BIN)/pytest -q tests/unit
+
+integration:
+	$(BIN)/pytest -q tests/integration
+
+lint:
+	$(BIN)/ruff check plugins tests
+	$(BIN)/ansible-lint --profile production
+
+molecule:
+	cd $(CURDIR) && $(BIN)/molecule test --all
+
+bench-perf: deps
+	$(BIN)/ansible-playbook playbooks/bench_perf.yml $(BENCH_ARGS)
+
+build: venv
+	$(BIN)/ansible-galaxy collection build --force --output-path build/
+
+clean:
+	rm -rf build .pytest_cache .ruff_cache

@@ -1,0 +1,311 @@
+# Copyright (c) xdplab.testbed contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+#
+# PRIVATE to the xdplab.testbed collection: not a public API, may change without notice.
+#
+# Statistics for packet-rate samples: the result record v1 ``summary``, Student t
+# quantiles (no scipy: regularized incomplete beta + bisection), Welch's t
+# interval for a difference in ns/packet, and the A/A noise helpers.
+"""Statistics for xdplab.testbed result records (pure Python, no scipy)."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+__all__ = [
+    "StatsError",
+    "check_samples",
+    "summarize",
+    "t_cdf",
+    "t_quantile",
+    "normal_quantile",
+    "welch",
+    "ns_samples",
+    "repetitions_needed",
+    "aa_false_positive_rate",
+]
+
+
+class StatsError(ValueError):
+    """Samples that cannot be summarized (empty, NaN, negative, zero rates)."""
+
+
+# --------------------------------------------------------------------------- inputs
+
+def check_samples(samples: Sequence[float], what: str = "samples") -> list[float]:
+    """Return samples as floats; raise StatsError naming the first bad value.
+
+    A packet rate must be a finite number > 0: a rate of 0 has no ns/packet and
+    almost always means a broken run, so it is refused rather than averaged in.
+    """
+    if isinstance(samples, (str, bytes)) or not isinstance(samples, Sequence):
+        raise StatsError(f"{what} must be a list of numbers, got {samples!r}")
+    if len(samples) == 0:
+        raise StatsError(f"{what} is empty: nothing to summarize")
+    out: list[float] = []
+    for i, value in enumerate(samples):
+        if isinstance(value, bool):
+            raise StatsError(f"{what}[{i}] must be a number, got {value!r}")
+        try:
+            f = float(value)
+        except (TypeError, ValueError):
+            raise StatsError(f"{what}[{i}] must be a number, got {value!r}") from None
+        if math.isnan(f) or math.isinf(f):
+            raise StatsError(f"{what}[{i}] is not a finite number: {value!r}")
+        if f <= 0:
+            raise StatsError(f"{what}[{i}] must be a rate > 0, got {value!r}")
+        out.append(f)
+    return out
+
+
+# --------------------------------------------------------------------- Student t
+
+def _betacf(a: float, b: float, x: float) -> float:
+    """Continued fraction for the incomplete beta function (modified Lentz)."""
+    tiny = 1e-300
+    qab, qap, qam = a + b, a + 1.0, a - 1.0
+    c = 1.0
+    d = 1.0 - qab * x / qap
+    if abs(d) < tiny:
+        d = tiny
+    d = 1.0 / d
+    h = d
+    for m in range(1, 10000):
+        m2 = 2 * m
+        aa = m * (b - m) * x / ((qam + m2) * (a + m2))
+        d = 1.0 + aa * d
+        d = tiny if abs(d) < tiny else d
+        c = 1.0 + aa / c
+        c = tiny if abs(c) < tiny else c
+        d = 1.0 / d
+        h *= d * c
+        aa = -(a + m) * (qab + m) * x / ((a + m2) * (qap + m2))
+        d = 1.0 + aa * d
+        d = tiny if abs(d) < tiny else d
+        c = 1.0 + aa / c
+        c = tiny if abs(c) < tiny else c
+        d = 1.0 / d
+        delta = d * c
+        h *= delta
+        if abs(delta - 1.0) < 1e-15:
+            return h
+    raise ArithmeticError("incomplete beta continued fraction did not converge")  # pragma: no cover
+
+
+def _betainc(a: float, b: float, x: float) -> float:
+    """Regularized incomplete beta I_x(a, b)."""
+    if x <= 0.0:
+        return 0.0
+    if x >= 1.0:
+        return 1.0
+    lbt = (math.lgamma(a + b) - math.lgamma(a) - math.lgamma(b)
+           + a * math.log(x) + b * math.log1p(-x))
+    bt = math.exp(lbt)
+    if x < (a + 1.0) / (a + b + 2.0):
+        return bt * _betacf(a, b, x) / a
+    return 1.0 - bt * _betacf(b, a, 1.0 - x) / b
+
+
+def t_cdf(t: float, df: float) -> float:
+    """CDF of Student's t distribution with df degrees of freedom (df > 0, may be fractional)."""
+    if not df > 0:
+        raise StatsError(f"degrees of freedom must be > 0, got {df!r}")
+    if math.isinf(t):
+        return 1.0 if t > 0 else 0.0
+    x = df / (df + t * t)
+    tail = 0.5 * _betainc(df / 2.0, 0.5, x)
+    return 1.0 - tail if t >= 0 else tail
+
+
+def t_quantile(p: float, df: float) -> float:
+    """Inverse CDF of Student's t: the t with P(T <= t) = p. Accurate to ~1e-10."""
+    if not 0.0 < p < 1.0:
+        raise StatsError(f"probability must be in (0, 1), got {p!r}")
+    if not df > 0:
+        raise StatsError(f"degrees of freedom must be > 0, got {df!r}")
+    if p == 0.5:
+        return 0.0
+    if p < 0.5:
+        return -t_quantile(1.0 - p, df)
+    lo, hi = 0.0, 1.0
+    while t_cdf(hi, df) < p:
+        lo, hi = hi, hi * 2.0
+        if hi > 1e12:  # pragma: no cover - p astronomically close to 1
+            raise StatsError(f"t quantile out of range for p={p!r}, df={df!r}")
+    for _ in range(200):
+        mid = (lo + hi) / 2.0
+        if t_cdf(mid, df) < p:
+            lo = mid
+        else:
+            hi = mid
+        if hi - lo < 1e-12 * max(1.0, hi):
+            break
+    return (lo + hi) / 2.0
+
+
+def normal_quantile(p: float) -> float:
+    """Inverse CDF of the standard normal (bisection on math.erf)."""
+    if not 0.0 < p < 1.0:
+        raise StatsError(f"probability must be in (0, 1), got {p!r}")
+    lo, hi = -40.0, 40.0
+    for _ in range(200):
+        mid = (lo + hi) / 2.0
+        if 0.5 * (1.0 + math.erf(mid / math.sqrt(2.0))) < p:
+            lo = mid
+        else:
+            hi = mid
+    return (lo + hi) / 2.0
+
+
+# ----------------------------------------------------------------------- summary
+
+def _mean_stdev(values: Sequence[float]) -> tuple[float, float | None]:
+    n = len(values)
+    mean = math.fsum(values) / n
+    if n < 2:
+        return mean, None
+    var = math.fsum((v - mean) ** 2 for v in values) / (n - 1)
+    return mean, math.sqrt(var)
+
+
+def summarize(samples: Sequence[float], pkt_size: int | None = None) -> dict:
+    """Record v1 ``summary`` of packet-rate samples (packets/s).
+
+    Returns n, mean, stdev (sample stdev, n-1; 0.0 when n == 1), ci95 ([lo, hi],
+    Student t on the mean; None when n == 1), ns_per_packet (1e9 / mean) and,
+    when pkt_size is given, gbps = mean * pkt_size * 8 / 1e9 (frame bytes only:
+    Ethernet preamble, SFD and inter-frame gap, 20 B per frame, are NOT included).
+    """
+    values = check_samples(samples)
+    n = len(values)
+    mean, stdev = _mean_stdev(values)
+    if stdev is None:
+        ci95 = None
+        stdev = 0.0
+    else:
+        half = t_quantile(0.975, n - 1) * stdev / math.sqrt(n)
+        ci95 = [mean - half, mean + half]
+    out = {
+        "n": n,
+        "mean": mean,
+        "stdev": stdev,
+        "ci95": ci95,
+        "ns_per_packet": 1e9 / mean,
+    }
+    if pkt_size is not None:
+        if isinstance(pkt_size, bool) or not isinstance(pkt_size, int) or pkt_size <= 0:
+            raise StatsError(f"pkt_size must be a positive integer, got {pkt_size!r}")
+        out["gbps"] = mean * pkt_size * 8 / 1e9
+    return out
+
+
+# ------------------------------------------------------------ A/B in ns/packet
+
+def ns_samples(samples: Sequence[float]) -> list[float]:
+    """Per-sample ns/packet (1e9 / pps)."""
+    return [1e9 / v for v in check_samples(samples)]
+
+
+def welch(baseline: Sequence[float], candidate: Sequence[float], level: float = 0.95) -> dict:
+    """Welch's t interval for mean(candidate) - mean(baseline).
+
+    Both inputs are already in the unit of comparison (ns/packet here).
+    With n < 2 on either side there is no interval: ``ci`` is None and
+    ``significant`` is False, ``note`` says "n=1, no interval".
+    """
+    a = [float(v) for v in baseline]
+    b = [float(v) for v in candidate]
+    if not a or not b:
+        raise StatsError("welch: both sides need at least one sample")
+    ma, sa = _mean_stdev(a)
+    mb, sb = _mean_stdev(b)
+    delta = mb - ma
+    out = {"method": "welch-t", "delta": delta, "ci": None, "df": None, "t": None,
+           "p_value": None, "significant": False, "note": None}
+    if sa is None or sb is None:
+        out["note"] = "n=1, no interval"
+        return out
+    va, vb = sa * sa / len(a), sb * sb / len(b)
+    se = math.sqrt(va + vb)
+    if se == 0.0:
+        # identical samples on both sides: the difference is exact.
+        out.update(ci=[delta, delta], df=float(len(a) + len(b) - 2),
+                   significant=delta != 0.0, p_value=0.0 if delta != 0.0 else 1.0)
+        return out
+    denom = 0.0
+    if va > 0:
+        denom += va * va / (len(a) - 1)
+    if vb > 0:
+        denom += vb * vb / (len(b) - 1)
+    df = (va + vb) ** 2 / denom
+    q = t_quantile(0.5 + level / 2.0, df)
+    t = delta / se
+    out.update(ci=[delta - q * se, delta + q * se], df=df, t=t,
+               p_value=2.0 * (1.0 - t_cdf(abs(t), df)))
+    out["significant"] = out["ci"][0] > 0.0 or out["ci"][1] < 0.0
+    return out
+
+
+def repetitions_needed(stdev_ns: float, delta_ns: float = 1.0, level: float = 0.95,
+                       power: float = 0.8) -> int | None:
+    """Repetitions per side to detect a difference of delta_ns with the given power.
+
+    Normal approximation refined with t quantiles: n = 2 (t_{1-a/2} + t_{power})^2 s^2 / d^2,
+    iterated until stable. Returns None when stdev_ns is not a finite number >= 0.
+    """
+    if stdev_ns is None or not math.isfinite(stdev_ns) or stdev_ns < 0:
+        return None
+    if delta_ns <= 0:
+        raise StatsError(f"delta_ns must be > 0, got {delta_ns!r}")
+    if stdev_ns == 0:
+        return 2
+    za, zb = normal_quantile(0.5 + level / 2.0), normal_quantile(power)
+    n = max(2, math.ceil(2 * (za + zb) ** 2 * stdev_ns ** 2 / delta_ns ** 2))
+    for _ in range(50):
+        df = 2 * n - 2
+        ta, tb = t_quantile(0.5 + level / 2.0, df), t_quantile(power, df)
+        new = max(2, math.ceil(2 * (ta + tb) ** 2 * stdev_ns ** 2 / delta_ns ** 2))
+        if new == n:
+            break
+        n = new
+    return n
+
+
+def aa_false_positive_rate(records: Sequence[dict], level: float = 0.95) -> dict:
+    """A/A check: compare every pair of records of one configuration.
+
+    records: result records (dicts with ``samples``) of the SAME configuration.
+    Each unordered pair is compared with Welch's t in ns/packet; the share of
+    pairs called significant is the false-positive rate (should stay <= 5 %).
+    Also returns the pooled per-sample stdev in ns/packet and the repetitions a
+    1 ns/packet difference would need at that noise.
+    """
+    if len(records) < 2:
+        raise StatsError(f"A/A needs at least 2 records, got {len(records)}")
+    per = []
+    for i, rec in enumerate(records):
+        try:
+            per.append(ns_samples(rec["samples"]))
+        except (KeyError, TypeError):
+            raise StatsError(f"record {i} has no samples list") from None
+    comparisons = significant = 0
+    for i in range(len(per)):
+        for j in range(i + 1, len(per)):
+            res = welch(per[i], per[j], level)
+            if res["ci"] is None:
+                continue
+            comparisons += 1
+            significant += bool(res["significant"])
+    # pooled within-record variance (each record's own repetitions)
+    num = math.fsum((len(v) - 1) * _mean_stdev(v)[1] ** 2 for v in per if len(v) > 1)
+    dof = sum(len(v) - 1 for v in per if len(v) > 1)
+    pooled = math.sqrt(num / dof) if dof else None
+    return {
+        "records": len(per),
+        "comparisons": comparisons,
+        "significant": significant,
+        "rate": (significant / comparisons) if comparisons else None,
+        "pooled_stdev_ns": pooled,
+        "repetitions_for_1ns": repetitions_needed(pooled) if pooled is not None else None,
+    }

@@ -1,0 +1,82 @@
+"""xdpgen parser (issue 3 item 1).
+
+Source of the samples: the output CONTRACT in notes/h2-gen.md (the generator
+is being written in parallel). Real captures from helper H2 land in
+tests/unit/fixtures/xdpgen/*.txt and are parsed by test_xdpgen_real_captures.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from ansible_collections.xdplab.testbed.plugins.module_utils._parsers import ParseError, parse
+
+FIXTURES = Path(__file__).parent / "fixtures" / "xdpgen"
+
+TWO_THREADS = """\
+xdpgen: thread 0 cpu 0 packets 3000000 seconds 1.000200 pps 2999400.12
+xdpgen: thread 1 cpu 1 packets 2900000 seconds 1.000100 pps 2899710.03
+xdpgen: packets=5900000 bytes=377600000 seconds=1.000200 pps=5898820.24 gbps=3.0202 threads=2 pkt_size=64
+"""
+
+
+def test_h4_xdpgen_summary_and_threads():
+    r = parse("xdpgen", TWO_THREADS)
+    assert r["pps"] == pytest.approx(5898820.24)
+    assert isinstance(r["pps"], float)
+    assert r["packets"] == 5900000
+    assert r["bytes"] == 377600000
+    assert r["seconds"] == pytest.approx(1.0002)
+    assert r["gbps"] == pytest.approx(3.0202)
+    assert r["threads"] == 2
+    assert r["pkt_size"] == 64
+    assert [t["cpu"] for t in r["per_thread"]] == [0, 1]
+    assert r["per_thread"][1]["pps"] == pytest.approx(2899710.03)
+    assert r["per_thread"][0]["packets"] == 3000000
+
+
+def test_h4_xdpgen_ignores_unrelated_lines():
+    noisy = "libbpf: some warning\n" + TWO_THREADS + "\n"
+    assert parse("xdpgen", noisy)["packets"] == 5900000
+
+
+@pytest.mark.parametrize("text,needle", [
+    ("", "empty"),
+    ("   \n", "empty"),
+    (TWO_THREADS.splitlines()[0] + "\n", "truncated"),
+    ("\n".join(TWO_THREADS.splitlines()[1:]) + "\n", "threads=2 but 1 thread lines"),
+    ("PING 198.18.0.1 56(84) bytes of data.\n", "not xdpgen output"),
+    (TWO_THREADS.replace("pps=5898820.24", "pps=0.00").replace("packets 3000000", "packets 0")
+     .replace("packets 2900000", "packets 0").replace("packets=5900000", "packets=0"),
+     "not a usable rate"),
+    (TWO_THREADS + TWO_THREADS.splitlines()[2] + "\n", "2 summary lines"),
+    (TWO_THREADS.replace("packets=5900000", "packets=5900001"), "sum to 5900000"),
+])
+def test_h4_xdpgen_bad_output(text, needle):
+    with pytest.raises(ParseError, match=needle):
+        parse("xdpgen", text)
+
+
+def test_h4_unknown_tool_named():
+    with pytest.raises(ParseError, match="unknown tool 'nosuchgen'"):
+        parse("nosuchgen", TWO_THREADS)
+
+
+def test_h4_parse_error_is_value_error():
+    assert issubclass(ParseError, ValueError)
+
+
+def _real_captures():
+    return sorted(FIXTURES.glob("*.txt")) if FIXTURES.is_dir() else []
+
+
+@pytest.mark.parametrize("path", _real_captures() or [None])
+def test_h4_xdpgen_real_captures(path):
+    if path is None:
+        pytest.skip("no real xdpgen capture yet in tests/unit/fixtures/xdpgen (helper H2)")
+    text = path.read_text()
+    r = parse("xdpgen", text)
+    assert r["pps"] > 0
+    assert r["bytes"] == r["packets"] * r["pkt_size"]
+    assert len(r["per_thread"]) == r["threads"]

@@ -2,6 +2,8 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 from __future__ import annotations
 
+# ruff: noqa: E402  (Ansible plugin layout: DOCUMENTATION before the imports)
+
 DOCUMENTATION = r"""
 name: netns
 short_description: Run tasks inside a network namespace on the controller

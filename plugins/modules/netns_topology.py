@@ -1,0 +1,530 @@
+#!/usr/bin/python
+# Copyright: (c) 2026, xdplab.testbed contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+from __future__ import annotations
+
+# ruff: noqa: E402  (Ansible module layout: DOCUMENTATION before the imports)
+
+DOCUMENTATION = r"""
+module: netns_topology
+short_description: Network namespaces joined by veth pairs, with addresses, MTU, MAC and link state
+version_added: 0.1.0
+description:
+  - Creates or removes named network namespaces (as C(ip netns add) does, under C(/run/netns)) and veth pairs
+    whose ends are created directly in their namespaces (nothing ever appears in the namespace the module runs in).
+  - Sets addresses, MTU, MAC, GRO and link state, brings the loopback up in every namespace, and sets per-namespace
+    C(net.*) sysctls.
+  - Idempotent, it reads the live state through netlink (pyroute2) and changes only what differs. A pair whose ends
+    exist but are not each other's veth peer (or have another queue count) is deleted and created again.
+  - The whole spec is validated before anything changes; a kernel error halfway rolls back the namespaces and
+    pairs this call created.
+author: xdplab.testbed contributors
+requirements:
+  - pyroute2 >= 0.9.1
+  - root (CAP_NET_ADMIN, CAP_SYS_ADMIN)
+  - ethtool, only when O(links[].gro) is set
+options:
+  namespaces:
+    description:
+      - Names of the network namespaces. At most 32 bytes (they become file names under C(/run/netns) and appear
+        in inventories and logs), no C(/), no C(..), no NUL or whitespace, no leading C(-).
+      - With O(state=absent) these namespaces are deleted, with every interface in them.
+    type: list
+    elements: str
+    default: []
+  links:
+    description:
+      - veth pairs. Each end names a namespace from O(namespaces).
+    type: list
+    elements: dict
+    default: []
+    suboptions:
+      name:
+        description: Label used in messages and results. Default C(<a.netns>:<a.ifname>-<b.netns>:<b.ifname>).
+        type: str
+      mtu:
+        description: MTU of both ends, 68..65535. Unset leaves it as it is (1500 for a new pair).
+        type: int
+      queues:
+        description:
+          - Number of RX and TX queues of both ends, fixed when the pair is created (1..256). Unset leaves
+            existing pairs alone and creates new ones with the kernel default (1).
+        type: int
+      gro:
+        description:
+          - GRO on both ends. On a veth, GRO on makes the receiving end run NAPI, so frames sent by
+            C(XDP_TX) or C(XDP_REDIRECT) from the peer are received even when no XDP program is attached to
+            the receiving end (otherwise they are dropped). Unset leaves it as it is (off for a new pair).
+        type: bool
+      a:
+        description: One end.
+        type: dict
+        required: true
+        suboptions: &end
+          netns:
+            description: Namespace of this end; must be listed in O(namespaces).
+            type: str
+            required: true
+          ifname:
+            description: Interface name, at most 15 bytes (IFNAMSIZ), no C(/), C(:) or whitespace.
+            type: str
+            required: true
+          address:
+            description:
+              - Addresses in CIDR form (C(198.18.0.1/24), C(2001:db8::1/64)), a string or a list.
+              - When given, the end has exactly these addresses (IPv6 link-local ones are left alone);
+                when unset, addresses are not touched.
+            type: list
+            elements: str
+          mac:
+            description: Unicast MAC address. Unset keeps the kernel's random one.
+            type: str
+      b:
+        description: The other end.
+        type: dict
+        required: true
+        suboptions: *end
+  sysctls:
+    description:
+      - Per-namespace sysctls, a dict of namespace to a dict of key and value.
+      - Only C(net.*) keys (the per-namespace ones) are accepted, e.g. C(net.ipv4.ip_forward).
+      - Ignored with O(state=absent).
+    type: dict
+    default: {}
+  state:
+    description:
+      - V(present) creates and sets everything; V(absent) deletes exactly the given namespaces and the given links
+        (a link whose namespace is deleted goes with it).
+    type: str
+    choices: [present, absent]
+    default: present
+attributes:
+  check_mode:
+    support: full
+  diff_mode:
+    support: full
+    details: before/after of the namespaces and links named in the spec.
+notes:
+  - Runs where the namespaces live; in the virtual test bed that is the controller (C(localhost)).
+  - Module results are read from the kernel after the change, so MACs chosen by the kernel and ifindexes are
+    available to later tasks.
+seealso:
+  - plugin: xdplab.testbed.netns
+    plugin_type: connection
+"""
+
+EXAMPLES = r"""
+- name: Generator and DUT joined by one veth pair
+  xdplab.testbed.netns_topology:
+    namespaces: [xdplab-gen, xdplab-dut]
+    links:
+      - name: gen-dut
+        mtu: 1500
+        gro: true
+        a: {netns: xdplab-gen, ifname: veth0, address: 198.18.0.1/24}
+        b: {netns: xdplab-dut, ifname: veth0, address: [198.18.0.2/24], mac: "02:00:00:00:00:02"}
+    sysctls:
+      xdplab-dut: {net.ipv4.ip_forward: 1}
+  register: topo
+
+- name: Use the DUT end's MAC and ifindex
+  ansible.builtin.debug:
+    msg: "{{ topo.namespaces['xdplab-dut'].links.veth0.mac }} {{ topo.namespaces['xdplab-dut'].links.veth0.ifindex }}"
+
+- name: Remove both namespaces and everything in them
+  xdplab.testbed.netns_topology:
+    namespaces: [xdplab-gen, xdplab-dut]
+    state: absent
+"""
+
+RETURN = r"""
+namespaces:
+  description:
+    - Per namespace of the spec, read from the kernel after the change (before it, in check mode).
+    - C(links) has every interface of the namespace but C(lo).
+  returned: always
+  type: dict
+  sample:
+    xdplab-dut:
+      exists: true
+      links:
+        veth0:
+          ifindex: 2
+          mac: "02:00:00:00:00:02"
+          mtu: 1500
+          up: true
+          kind: veth
+          addresses: ["198.18.0.2/24"]
+          peer: {netns: xdplab-gen, ifname: veth0, ifindex: 2}
+actions:
+  description: The changes made (or, in check mode, that would be made), in order.
+  returned: always
+  type: list
+  elements: str
+  sample: ["create_netns xdplab-gen", "create_veth xdplab-gen/veth0 End(netns='xdplab-dut', ...)"]
+"""
+
+import errno
+import os
+import traceback
+from typing import Any
+
+from ansible.module_utils.basic import AnsibleModule, missing_required_lib
+from ansible_collections.xdplab.testbed.plugins.module_utils._topology import (
+    Action,
+    Topology,
+    TopologyError,
+    normalize,
+    plan,
+    view_desired,
+    view_live,
+)
+
+try:
+    from pyroute2 import IPRoute
+    from pyroute2 import netns as pyr_netns
+    from pyroute2.netlink.exceptions import NetlinkError
+except ImportError:
+    PYROUTE2_IMPORT_ERROR: str | None = traceback.format_exc()
+    IPRoute = NetlinkError = pyr_netns = None  # type: ignore[assignment,misc]
+else:
+    PYROUTE2_IMPORT_ERROR = None
+
+NETNS_RUN_DIR = "/run/netns"
+IFF_UP = 0x1
+RT_SCOPE_LINK = 253
+
+
+class CommandError(RuntimeError):
+    """A tool failed; carries rc/stdout/stderr for fail_json."""
+
+    def __init__(self, msg: str, **details: Any) -> None:
+        super().__init__(msg)
+        self.details = details
+
+
+def netns_path(name: str) -> str:
+    return os.path.join(NETNS_RUN_DIR, name)
+
+
+def netns_exists(name: str) -> bool:
+    # A namespace is an nsfs bind mount; a leftover plain file is not one.
+    return os.path.ismount(netns_path(name))
+
+
+class Kernel:
+    """Netlink access per namespace (one socket each), plus procfs and ethtool where netlink lacks it."""
+
+    def __init__(self, module: AnsibleModule) -> None:
+        self.module = module
+        self._ipr: dict[str, Any] = {}
+
+    def ipr(self, ns: str):
+        if ns not in self._ipr:
+            # flags=0: never create the namespace as a side effect of opening a socket in it.
+            self._ipr[ns] = IPRoute(netns=ns, flags=0)
+        return self._ipr[ns]
+
+    def forget(self, ns: str) -> None:
+        sock = self._ipr.pop(ns, None)
+        if sock is not None:
+            sock.close()
+
+    def close(self) -> None:
+        for ns in list(self._ipr):
+            self.forget(ns)
+
+    # ---------------------------------------------------------------- reading
+
+    def read(self, topo: Topology) -> dict[str, Any]:
+        live: dict[str, Any] = {}
+        present = [ns for ns in topo.namespaces if netns_exists(ns)]
+        for ns in topo.namespaces:
+            live[ns] = self._read_ns(ns, present, topo) if ns in present else None
+        return live
+
+    def _nsids(self, ns: str, present: list[str]) -> dict[int, str]:
+        """nsid (as seen from ns) -> name, for the other namespaces of the spec."""
+        out: dict[int, str] = {}
+        for other in present:
+            if other == ns:
+                continue
+            fd = os.open(netns_path(other), os.O_RDONLY)
+            try:
+                got = self.ipr(ns).get_netnsid(fd=fd) or {}
+            finally:
+                os.close(fd)
+            if got.get("nsid") is not None and got["nsid"] >= 0:
+                out[got["nsid"]] = other
+        return out
+
+    def _read_ns(self, ns: str, present: list[str], topo: Topology) -> dict[str, Any]:
+        ipr = self.ipr(ns)
+        links: dict[str, Any] = {}
+        by_index: dict[int, str] = {}
+        raw_peer: dict[str, tuple[int | None, int | None]] = {}
+        lo_up = False
+        for msg in ipr.link("dump"):
+            name = msg.get("ifname")
+            up = bool(msg["flags"] & IFF_UP)
+            if name == "lo":
+                lo_up = up
+                continue
+            by_index[msg["index"]] = name
+            links[name] = {
+                "ifindex": msg["index"],
+                "kind": msg.get(("linkinfo", "kind")),
+                "mac": (msg.get("address") or "").lower(),
+                "mtu": msg.get("mtu"),
+                "up": up,
+                "queues": msg.get("num_rx_queues"),
+                "addresses": [],
+                "peer": None,
+            }
+            raw_peer[name] = (msg.get("link"), msg.get("link_netnsid"))
+        for msg in ipr.addr("dump"):
+            name = by_index.get(msg["index"])
+            if name is None or msg["scope"] == RT_SCOPE_LINK:
+                continue
+            links[name]["addresses"].append(f"{msg.get('address')}/{msg['prefixlen']}")
+        nsids = self._nsids(ns, present) if any(v[1] is not None for v in raw_peer.values()) else {}
+        for name, (peer_index, peer_nsid) in raw_peer.items():
+            if links[name]["kind"] != "veth" or not peer_index:
+                continue
+            if peer_nsid is None:
+                peer_ns, peer_name = ns, by_index.get(peer_index)
+            else:
+                peer_ns = nsids.get(peer_nsid)
+                peer_name = self._ifname(peer_ns, peer_index) if peer_ns else None
+            if peer_ns and peer_name:
+                links[name]["peer"] = {"netns": peer_ns, "ifname": peer_name}
+                links[name]["peer_ifindex"] = peer_index
+        for link in topo.links:
+            if link.gro is None:
+                continue
+            for end in link.ends:
+                if end.netns == ns and end.ifname in links:
+                    links[end.ifname]["gro"] = self.read_gro(ns, end.ifname)
+        sysctls = {key: self.read_sysctl(ns, key) for key in topo.sysctls.get(ns, {})}
+        return {"lo_up": lo_up, "links": links, "sysctls": sysctls}
+
+    def _ifname(self, ns: str, index: int) -> str | None:
+        found = self.ipr(ns).link("get", index=index)
+        return found[0].get("ifname") if found else None
+
+    def _in_netns(self, ns: str, func):
+        """Run func() with this thread in namespace ns (procfs /proc/sys/net follows the caller's namespace)."""
+        fd = os.open(netns_path(ns), os.O_RDONLY)
+        try:
+            pyr_netns.pushns()
+            try:
+                pyr_netns.setns(fd, flags=0)
+                return func()
+            finally:
+                pyr_netns.popns()
+        finally:
+            os.close(fd)
+
+    def read_sysctl(self, ns: str, key: str) -> str | None:
+        path = "/proc/sys/" + key.replace(".", "/")
+
+        def read() -> str | None:
+            try:
+                with open(path, encoding="ascii") as handle:
+                    return handle.read().strip()
+            except FileNotFoundError:
+                return None
+
+        return self._in_netns(ns, read)
+
+    def write_sysctl(self, ns: str, key: str, value: str) -> None:
+        path = "/proc/sys/" + key.replace(".", "/")
+
+        def write() -> None:
+            if not os.path.exists(path):
+                raise TopologyError(f"sysctl {key!r} does not exist in namespace {ns!r} ({path})")
+            with open(path, "w", encoding="ascii") as handle:
+                handle.write(value)
+
+        self._in_netns(ns, write)
+
+    def _ethtool(self, ns: str, args: list[str]) -> str:
+        ip = self.module.get_bin_path("ip", required=True)
+        ethtool = self.module.get_bin_path("ethtool", required=True)
+        argv = [ip, "netns", "exec", ns, ethtool, *args]
+        rc, out, err = self.module.run_command(argv, environ_update={"LC_ALL": "C"})
+        if rc != 0:
+            raise CommandError(f"ethtool {' '.join(args)} in namespace {ns!r} failed: {err.strip()}",
+                               rc=rc, stdout=out, stderr=err, cmd=argv)
+        return out
+
+    def read_gro(self, ns: str, ifname: str) -> bool | None:
+        for line in self._ethtool(ns, ["-k", ifname]).splitlines():
+            if line.startswith("generic-receive-offload:"):
+                return line.split(":", 1)[1].split()[0] == "on"
+        return None
+
+    # ---------------------------------------------------------------- writing
+
+    def index(self, ns: str, ifname: str) -> int:
+        found = self.ipr(ns).link_lookup(ifname=ifname)
+        if not found:
+            raise TopologyError(f"interface {ifname!r} vanished from namespace {ns!r}")
+        return found[0]
+
+    def apply(self, action: Action, undo: list[tuple[str, str, str | None]]) -> None:
+        op, ns, ifname, value = action.op, action.netns, action.ifname, action.value
+        if op == "create_netns":
+            if os.path.lexists(netns_path(ns)):  # stale file, not a mount (read() said the namespace is absent)
+                os.unlink(netns_path(ns))
+            pyr_netns.create(ns)
+            undo.append(("netns", ns, None))
+        elif op == "lo_up":
+            self.ipr(ns).link("set", index=self.index(ns, "lo"), state="up")
+        elif op == "create_veth":
+            link = action.link
+            extra = {} if link.queues is None else {"num_tx_queues": link.queues, "num_rx_queues": link.queues}
+            with IPRoute() as here:
+                here.link("add", ifname=ifname, kind="veth", net_ns_fd=netns_path(ns),
+                          peer={"ifname": value.ifname, "net_ns_fd": netns_path(value.netns), **extra}, **extra)
+            undo.append(("link", ns, ifname))
+        elif op in ("delete_link", "delete_veth"):
+            try:
+                self.ipr(ns).link("del", index=self.index(ns, ifname))
+            except (TopologyError, NetlinkError) as exc:  # already gone with its peer
+                if isinstance(exc, NetlinkError) and exc.code != errno.ENODEV:
+                    raise
+        elif op == "set_mac":
+            self.ipr(ns).link("set", index=self.index(ns, ifname), address=value)
+        elif op == "set_mtu":
+            self.ipr(ns).link("set", index=self.index(ns, ifname), mtu=value)
+        elif op == "set_up":
+            self.ipr(ns).link("set", index=self.index(ns, ifname), state="up")
+        elif op in ("add_addr", "del_addr"):
+            address, prefixlen = value.split("/")
+            self.ipr(ns).addr("add" if op == "add_addr" else "del", index=self.index(ns, ifname),
+                              address=address, prefixlen=int(prefixlen))
+        elif op == "set_gro":
+            self._ethtool(ns, ["-K", ifname, "gro", "on" if value else "off"])
+        elif op == "sysctl":
+            self.write_sysctl(ns, ifname, value)
+        elif op == "delete_netns":
+            self.forget(ns)
+            pyr_netns.remove(ns)
+        else:  # pragma: no cover - plan() only emits the ops above
+            raise TopologyError(f"unknown action {op!r}")
+
+    def rollback(self, undo: list[tuple[str, str, str | None]]) -> list[str]:
+        """Delete what this run created, newest first; returns what could not be removed."""
+        left: list[str] = []
+        for kind, ns, ifname in reversed(undo):
+            try:
+                if kind == "link":
+                    if netns_exists(ns):
+                        found = self.ipr(ns).link_lookup(ifname=ifname)
+                        if found:
+                            self.ipr(ns).link("del", index=found[0])
+                else:
+                    self.forget(ns)
+                    if netns_exists(ns):
+                        pyr_netns.remove(ns)
+            except Exception as exc:  # keep undoing the rest; report what stayed
+                left.append(f"{kind} {ns}/{ifname or ''}: {exc}")
+        return left
+
+
+def report(live: dict[str, Any]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for ns, state in live.items():
+        if state is None:
+            out[ns] = {"exists": False, "links": {}}
+            continue
+        links = {}
+        for name, cur in state["links"].items():
+            entry = {k: cur[k] for k in ("ifindex", "mac", "mtu", "up", "kind", "addresses")}
+            entry["peer"] = None
+            if cur.get("peer"):
+                entry["peer"] = dict(cur["peer"], ifindex=cur.get("peer_ifindex"))
+            if "gro" in cur:
+                entry["gro"] = cur["gro"]
+            links[name] = entry
+        out[ns] = {"exists": True, "links": links}
+        if state.get("sysctls"):
+            out[ns]["sysctls"] = state["sysctls"]
+    return out
+
+
+END_SPEC = dict(
+    netns=dict(type="str", required=True),
+    ifname=dict(type="str", required=True),
+    address=dict(type="list", elements="str"),
+    mac=dict(type="str"),
+)
+
+
+def main() -> None:
+    module = AnsibleModule(
+        argument_spec=dict(
+            namespaces=dict(type="list", elements="str", default=[]),
+            links=dict(
+                type="list",
+                elements="dict",
+                default=[],
+                options=dict(
+                    name=dict(type="str"),
+                    mtu=dict(type="int"),
+                    queues=dict(type="int"),
+                    gro=dict(type="bool"),
+                    a=dict(type="dict", required=True, options=END_SPEC),
+                    b=dict(type="dict", required=True, options=END_SPEC),
+                ),
+            ),
+            sysctls=dict(type="dict", default={}),
+            state=dict(type="str", choices=["present", "absent"], default="present"),
+        ),
+        supports_check_mode=True,
+    )
+    if PYROUTE2_IMPORT_ERROR:
+        module.fail_json(msg=missing_required_lib("pyroute2"), exception=PYROUTE2_IMPORT_ERROR)
+    state = module.params["state"]
+    try:
+        topo = normalize(module.params["namespaces"], module.params["links"],
+                         module.params["sysctls"] if state == "present" else {})
+    except TopologyError as exc:
+        module.fail_json(msg=str(exc))
+
+    kernel = Kernel(module)
+    undo: list[tuple[str, str, str | None]] = []
+    current: Action | None = None
+    try:
+        live = kernel.read(topo)
+        actions = plan(topo, live, state)
+        result: dict[str, Any] = {"changed": bool(actions), "actions": [a.describe() for a in actions]}
+        before = view_live(topo, live)
+        if module.check_mode or not actions:
+            after = view_desired(topo, live, state) if actions else before
+            result["namespaces"] = report(live)
+        else:
+            for current in actions:
+                kernel.apply(current, undo)
+            current = None
+            kernel.close()  # sockets of deleted/recreated namespaces are stale
+            new = kernel.read(topo)
+            after = view_live(topo, new)
+            result["namespaces"] = report(new)
+        if module._diff:
+            result["diff"] = {"before": before, "after": after}
+        kernel.close()
+        module.exit_json(**result)
+    except Exception as exc:
+        left = kernel.rollback(undo)
+        kernel.close()
+        where = f" at '{current.describe()}'" if current is not None else ""
+        msg = f"netns_topology failed{where}: {exc}"
+        if undo:
+            msg += "; rolled back what this run created" + (f", except: {'; '.join(left)}" if left else "")
+        module.fail_json(msg=msg, exception=traceback.format_exc(), **getattr(exc, "details", {}))
+
+
+if __name__ == "__main__":
+    main()

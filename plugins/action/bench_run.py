@@ -1,0 +1,241 @@
+# Copyright: xdplab.testbed contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Action for xdplab.testbed.bench_run: generator on this host, DUT sampler on another, one record.
+
+The DUT sampler (xdplab.testbed.bench_sample) runs through the DUT host's own connection plugin and
+variables, exactly as a task delegated to it would, in a thread beside the generator module. Ansible
+stays the only thing that reaches hosts.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from typing import Any
+
+from ansible import constants as C
+from ansible.errors import AnsibleError
+from ansible.module_utils.common.text.converters import to_text
+from ansible.plugins.action import ActionBase
+from ansible_collections.xdplab.testbed.plugins.module_utils._benchspec import (
+    ACTION_REQUIRED_IF,
+    ACTION_SPEC,
+    GENERATOR_SPEC,
+)
+from ansible_collections.xdplab.testbed.plugins.module_utils._record import (
+    build_record,
+    iso,
+    new_run_id,
+    record_filename,
+    utcnow,
+    write_json_atomic,
+)
+from ansible_collections.xdplab.testbed.plugins.module_utils._sampling import SamplingError, bound_label, find_bursts
+
+MODULE = "xdplab.testbed.bench_run"
+SAMPLER = "xdplab.testbed.bench_sample"
+# Extra seconds the sampler may run past the expected end of the generator runs.
+SAMPLER_SLACK = 8.0
+
+
+class ActionModule(ActionBase):
+    TRANSFERS_FILES = False
+    _requires_connection = True
+
+    # ---- running a module on another inventory host ---------------------------------------------
+    def _host_vars(self, host: str, task_vars: dict) -> dict:
+        hostvars = task_vars.get("hostvars", {})
+        if host not in hostvars:
+            raise AnsibleError(f"dut {host!r} is not a host of the inventory")
+        hv = hostvars[host]
+        out = {}
+        for key in hv:
+            try:
+                out[key] = hv[key]
+            except Exception:  # noqa: BLE001,S112 - an undefined/untemplatable var is simply not passed
+                continue
+        out.setdefault("inventory_hostname", host)
+        return out
+
+    def _run_on_host(self, host: str, module_name: str, module_args: dict, task_vars: dict) -> dict:
+        variables = self._host_vars(host, task_vars)
+        conn_type = self._templar.template(variables.get("ansible_connection", "ssh"))
+        pc = self._play_context.copy()
+        pc.remote_addr = variables.get("ansible_host", host)
+        loader = self._shared_loader_obj.connection_loader
+        conn = loader.get(conn_type, pc, new_stdin=None, task_uuid=self._task._uuid,
+                          ansible_playbook_pid=to_text(os.getppid()))
+        if conn is None:
+            raise AnsibleError(f"dut {host!r}: connection plugin {conn_type!r} not found")
+        task_keys = self._task.dump_attrs()
+        task_keys["timeout"] = pc.timeout
+        task_keys.pop("retries", None)
+        conn.set_options(task_keys=task_keys, var_options=conn._resolve_option_variables(variables, self._templar))
+        shell_opts = {k: self._templar.template(variables[k])
+                      for k in C.config.get_plugin_vars("shell", conn._shell._load_name) if k in variables}
+        conn._shell.set_options(task_keys=task_keys, var_options=shell_opts)
+        handler = self._shared_loader_obj.action_loader.get(
+            "ansible.legacy.normal", task=self._task.copy(), connection=conn, play_context=pc,
+            loader=self._loader, templar=self._templar, shared_loader_obj=self._shared_loader_obj)
+        try:
+            return handler._execute_module(module_name=module_name, module_args=module_args, task_vars=variables)
+        finally:
+            try:
+                handler._remove_tmp_path(conn._shell.tmpdir)
+            finally:
+                conn.close()
+
+    # ---- the benchmark ---------------------------------------------------------------------------
+    def run(self, tmp: Any = None, task_vars: dict | None = None) -> dict:
+        task_vars = task_vars or {}
+        result = super().run(tmp, task_vars)
+        _, args = self.validate_argument_spec(argument_spec=ACTION_SPEC, required_if=ACTION_REQUIRED_IF)
+        args = {k: v for k, v in args.items() if v is not None}
+        if self._task.check_mode:
+            return dict(result, skipped=True, msg="bench_run sends traffic: not run in check mode")
+        mode = args.get("sampler", "continuous")
+        reps = int(args.get("repetitions", 3))
+        params = dict(args.get("params") or {})
+        module_args = {k: v for k, v in args.items() if k in GENERATOR_SPEC and k != "repetitions"}
+        started = utcnow()
+
+        if mode == "continuous":
+            runs, sample = self._continuous(args, module_args, reps, params, task_vars)
+            if runs is None:
+                return dict(result, **sample)
+        elif mode == "snapshot":
+            runs, sample = self._snapshot(args, module_args, reps, task_vars)
+            if runs is None:
+                return dict(result, **sample)
+        else:
+            gen = self._execute_module(MODULE, module_args=dict(module_args, repetitions=reps), task_vars=task_vars)
+            if gen.get("failed"):
+                return dict(result, **gen)
+            runs, sample = gen["runs"], None
+
+        reps_out, counters = self._cross_check(runs, sample, mode)
+        if mode == "none":
+            samples = [r["gen_pps"] for r in reps_out]
+            how = "generator_pps"
+        else:
+            samples = [r["dut_pps"] for r in reps_out]
+            how = "dut_steady_rate" if mode == "continuous" else "dut_delta_over_generator_time"
+        bound = "dut-bound" if any(r.get("bound") == "dut-bound" for r in reps_out) else (
+            reps_out[0].get("bound", "unknown") if reps_out else "unknown")
+        environment = dict(args.get("environment") or {})
+        if args.get("generator_environment"):
+            environment["generator"] = args["generator_environment"]
+        record_params = dict(params, sample=how)
+        try:
+            record = build_record(
+                run_id=args.get("run_id") or new_run_id(started),
+                scenario=args.get("scenario", "adhoc"),
+                variant=args.get("variant", "baseline"),
+                tool=args.get("tool", "xdpgen"),
+                params=record_params,
+                samples=samples,
+                counters=counters,
+                environment=environment,
+                started=iso(started),
+                duration_s=(utcnow() - started).total_seconds(),
+                extra={"reps": reps_out, "bound": bound,
+                       "dut": args.get("dut"), "generator": task_vars.get("inventory_hostname")},
+            )
+        except ValueError as exc:
+            return dict(result, failed=True, msg=str(exc), reps=reps_out)
+        result.update(changed=False, record=record, reps=reps_out, bound=bound, runs=runs)
+        if args.get("results_dir"):
+            path = os.path.join(args["results_dir"], record_filename(record["scenario"], record["variant"], params))
+            write_json_atomic(path, record)
+            result.update(changed=True, record_path=path)
+        return result
+
+    def _sampler_args(self, args: dict, **extra) -> dict:
+        return dict(counter=args["counter"], ethtool_interfaces=args.get("ethtool_interfaces", []), **extra)
+
+    def _continuous(self, args, module_args, reps, params, task_vars):
+        window = float(params.get("duration") or 0) or float(args.get("timeout", 120)) / 2
+        lead = float(args.get("lead", 1.0))
+        max_duration = lead + reps * (window + float(args.get("gap", 0.6))) + SAMPLER_SLACK
+        holder: dict = {}
+
+        def sampler():
+            try:
+                holder["res"] = self._run_on_host(args["dut"], SAMPLER, self._sampler_args(
+                    args, interval=float(args.get("sample_interval", 0.1)), bursts=reps,
+                    idle=min(0.3, max(0.15, float(args.get("gap", 0.6)) / 2)), max_duration=max_duration), task_vars)
+            except Exception as exc:  # noqa: BLE001 - reported as this point's failure below
+                holder["res"] = {"failed": True, "msg": f"DUT sampler on {args['dut']!r}: {exc}"}
+
+        thread = threading.Thread(target=sampler, name="xdplab-sampler", daemon=True)
+        thread.start()
+        time.sleep(lead)
+        if not thread.is_alive() and holder.get("res", {}).get("failed"):
+            return None, dict(failed=True, msg=holder["res"].get("msg"), sampler=holder["res"])
+        gen = self._execute_module(MODULE, module_args=dict(module_args, repetitions=reps), task_vars=task_vars)
+        thread.join(max_duration + 30)
+        samp = holder.get("res") or {"failed": True, "msg": f"DUT sampler on {args['dut']!r} did not finish"}
+        if gen.get("failed"):
+            return None, dict(gen, sampler=samp)
+        if samp.get("failed"):
+            return None, dict(failed=True, msg=samp.get("msg"), sampler=samp, runs=gen.get("runs"))
+        try:
+            bursts = find_bursts(samp["times"], samp["counts"])
+        except SamplingError as exc:
+            return None, dict(failed=True, msg=f"DUT counter {samp['counter']['description']}: {exc}",
+                              runs=gen["runs"], sampler=samp)
+        if len(bursts) != reps:
+            what = "did not move: the DUT received nothing" if not bursts else f"showed {len(bursts)} bursts"
+            return None, dict(failed=True, runs=gen["runs"], sampler=samp,
+                              msg=f"DUT counter {samp['counter']['description']} on {args['dut']} {what} "
+                                  f"(expected {reps}, one per repetition)")
+        samp["bursts"] = [b.as_dict() for b in bursts]
+        return gen["runs"], samp
+
+    def _snapshot(self, args, module_args, reps, task_vars):
+        reads, runs = [], []
+        for i in range(reps):
+            if i:
+                time.sleep(float(args.get("gap", 0.6)))
+            before = self._run_on_host(args["dut"], SAMPLER, self._sampler_args(args, interval=0), task_vars)
+            if before.get("failed"):
+                return None, dict(failed=True, msg=before.get("msg"), sampler=before)
+            gen = self._execute_module(MODULE, module_args=dict(module_args, repetitions=1), task_vars=task_vars)
+            if gen.get("failed"):
+                return None, dict(gen, runs=runs)
+            after = self._run_on_host(args["dut"], SAMPLER, self._sampler_args(args, interval=0), task_vars)
+            if after.get("failed"):
+                return None, dict(failed=True, msg=after.get("msg"), sampler=after)
+            runs.extend(gen["runs"])
+            reads.append((before, after))
+        return runs, {"snapshots": reads}
+
+    @staticmethod
+    def _cross_check(runs: list[dict], sample: dict | None, mode: str) -> tuple[list[dict], dict]:
+        reps, counters = [], {"gen_packets": 0}
+        for i, run in enumerate(runs):
+            parsed = run["parsed"]
+            rep = {"gen_packets": parsed.get("packets"), "gen_seconds": parsed.get("seconds"),
+                   "gen_pps": parsed["pps"], "gen_cpu": run.get("cpu")}
+            counters["gen_packets"] += int(parsed.get("packets") or 0)
+            if mode == "continuous":
+                burst = sample["bursts"][i]
+                rep.update(dut_packets=burst["packets"], dut_pps=burst["rate"], dut_interior=burst["interior"])
+            elif mode == "snapshot":
+                before, after = sample["snapshots"][i]
+                got = after["counts"][0] - before["counts"][0]
+                secs = parsed.get("seconds") or run["elapsed"]
+                rep.update(dut_packets=got, dut_pps=got / secs)
+            if mode != "none":
+                label, loss = bound_label(parsed.get("packets"), rep["dut_packets"])
+                rep.update(bound=label, loss=loss)
+                counters["dut_packets"] = counters.get("dut_packets", 0) + rep["dut_packets"]
+            reps.append(rep)
+        if mode == "continuous":
+            counters["dut_counter"] = sample["counter"]["description"]
+            counters["dut_ethtool"] = sample.get("ethtool", {})
+            counters["dut_cpu"] = sample.get("cpu", {})
+        return reps, counters
+
+

@@ -1,0 +1,42 @@
+# Copyright: xdplab.testbed contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Argument specs of bench_run, shared by its module (generator side) and its action (orchestration).
+Private to the xdplab.testbed collection."""
+
+from __future__ import annotations
+
+TOOLS = ["xdpgen", "trafgen", "command"]
+
+# What the module on the generator host takes.
+GENERATOR_SPEC = dict(
+    tool=dict(type="str", choices=TOOLS, default="xdpgen"),
+    params=dict(type="dict", default={}),
+    binary=dict(type="path"),
+    command=dict(type="list", elements="str"),
+    parse_as=dict(type="str"),
+    repetitions=dict(type="int", default=3),
+    gap=dict(type="float", default=0.6),
+    timeout=dict(type="float", default=120.0),
+)
+GENERATOR_REQUIRED_IF = [("tool", "command", ("command", "parse_as"))]
+
+# What the action adds: the DUT sampler and the record.
+ACTION_SPEC = dict(
+    GENERATOR_SPEC,
+    dut=dict(type="str"),
+    counter=dict(type="dict"),
+    sampler=dict(type="str", choices=["continuous", "snapshot", "none"], default="continuous"),
+    sample_interval=dict(type="float", default=0.1),
+    lead=dict(type="float", default=1.0),
+    ethtool_interfaces=dict(type="list", elements="str", default=[]),
+    scenario=dict(type="str", default="adhoc"),
+    variant=dict(type="str", default="baseline"),
+    run_id=dict(type="str"),
+    results_dir=dict(type="path"),
+    environment=dict(type="dict", default={}),
+    generator_environment=dict(type="dict", default={}),
+)
+ACTION_REQUIRED_IF = GENERATOR_REQUIRED_IF + [
+    ("sampler", "continuous", ("dut", "counter")),
+    ("sampler", "snapshot", ("dut", "counter")),
+]

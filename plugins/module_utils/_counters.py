@@ -1,0 +1,156 @@
+# Copyright: xdplab.testbed contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""DUT-side packet counters read without spawning a process where possible.
+Private to the xdplab.testbed collection.
+
+A counter spec names where the DUT counts the packets of a scenario:
+  {"type": "xdp", "interface": "veth0", "action": "drop"}   xdplab_stats of the attached XDP program
+  {"type": "tc", "interface": "veth0", "action": "drop"}    xdplab_stats of the cls_bpf ingress program
+  {"type": "nft", "family": "inet", "table": "xdplab", "counter": "drop"}   a named nftables counter
+  {"type": "netdev", "interface": "veth0", "stat": "rx_packets"}           /sys/class/net statistics
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from collections.abc import Callable
+
+XDP_ACTIONS = ("aborted", "drop", "pass", "tx", "redirect")
+COUNTER_TYPES = ("xdp", "tc", "nft", "netdev")
+_NAME_RE = re.compile(r"^[A-Za-z0-9_.:-]{1,64}$")
+_STAT_RE = re.compile(r"^[a-z0-9_]{1,64}$")
+
+
+class CounterError(ValueError):
+    """A counter spec that cannot be read."""
+
+
+def check_spec(spec: dict) -> dict:
+    """Validate a counter spec; returns it with defaults filled in, raises CounterError naming the bad value."""
+    if not isinstance(spec, dict):
+        raise CounterError(f"counter must be a dict, got {spec!r}")
+    kind = spec.get("type")
+    if kind not in COUNTER_TYPES:
+        raise CounterError(f"counter type must be one of {', '.join(COUNTER_TYPES)}, got {kind!r}")
+    out = dict(spec)
+    if kind in ("xdp", "tc", "netdev"):
+        ifname = spec.get("interface")
+        bad = not isinstance(ifname, str) or not ifname or len(ifname.encode()) > 15
+        if bad or "/" in ifname or ifname in (".", ".."):
+            raise CounterError(f"counter interface must be a network interface name, got {ifname!r}")
+    if kind in ("xdp", "tc"):
+        action = out.setdefault("action", "all")
+        if action != "all" and action not in XDP_ACTIONS:
+            raise CounterError(f"counter action must be 'all' or one of {', '.join(XDP_ACTIONS)}, got {action!r}")
+    if kind == "netdev":
+        stat = out.setdefault("stat", "rx_packets")
+        if not _STAT_RE.match(str(stat)):
+            raise CounterError(f"counter stat must be a statistics file name like rx_packets, got {stat!r}")
+    if kind == "nft":
+        out.setdefault("family", "inet")
+        for key in ("family", "table", "counter"):
+            if not isinstance(out.get(key), str) or not _NAME_RE.match(out[key]):
+                raise CounterError(f"nft counter {key} must be a plain name, got {out.get(key)!r}")
+    return out
+
+
+def describe(spec: dict) -> str:
+    kind = spec["type"]
+    if kind in ("xdp", "tc"):
+        return f"{kind} {spec['action']} on {spec['interface']}"
+    if kind == "netdev":
+        return f"{spec['stat']} of {spec['interface']}"
+    return f"nft counter {spec['family']} {spec['table']} {spec['counter']}"
+
+
+def _sum_actions(stats: dict, action: str) -> int:
+    if action == "all":
+        return sum(int(v.get("packets", 0)) for v in stats.values())
+    return int(stats.get(action, {}).get("packets", 0))
+
+
+def netdev_stat(ifname: str, stat: str, root: str = "/sys/class/net") -> int:
+    path = os.path.join(root, ifname, "statistics", stat)
+    try:
+        with open(path, encoding="ascii") as fh:
+            return int(fh.read().strip())
+    except FileNotFoundError as exc:
+        raise CounterError(f"no statistics {stat!r} for interface {ifname!r} ({path})") from exc
+
+
+def make_reader(spec: dict, run_command: Callable | None = None) -> Callable[[], int]:
+    """A zero-argument function returning the counter's current packet count."""
+    spec = check_spec(spec)
+    kind = spec["type"]
+    if kind == "netdev":
+        netdev_stat(spec["interface"], spec["stat"])  # fail now, naming the interface
+        return lambda: netdev_stat(spec["interface"], spec["stat"])
+    if kind in ("xdp", "tc"):
+        from ansible_collections.xdplab.testbed.plugins.module_utils import _bpf
+
+        try:
+            reader = _bpf.StatsReader(spec["interface"], hook=kind)
+        except (LookupError, OSError) as exc:
+            raise CounterError(f"cannot read {describe(spec)}: {exc}") from exc
+        return lambda: _sum_actions(reader.read(), spec["action"])
+    if run_command is None:
+        raise CounterError("nft counters need a command runner")
+    argv = ["nft", "-j", "list", "counter", spec["family"], spec["table"], spec["counter"]]
+
+    def read_nft() -> int:
+        rc, out, err = run_command(argv)
+        if rc != 0:
+            raise CounterError(f"cannot read {describe(spec)}: {err.strip() or out.strip()} (rc={rc})")
+        for item in json.loads(out).get("nftables", []):
+            if "counter" in item:
+                return int(item["counter"]["packets"])
+        raise CounterError(f"{describe(spec)}: no counter in nft output")
+
+    read_nft()
+    return read_nft
+
+
+def parse_ethtool_stats(text: str) -> dict[str, int]:
+    """`ethtool -S IF` text -> {name: value}; lines that are not `name: integer` are skipped."""
+    stats: dict[str, int] = {}
+    for line in text.splitlines():
+        name, sep, value = line.strip().rpartition(":")
+        if not sep or not name:
+            continue
+        try:
+            stats[name.strip()] = int(value.strip())
+        except ValueError:
+            continue
+    return stats
+
+
+def counter_delta(before: dict[str, int], after: dict[str, int]) -> dict[str, int]:
+    """Per-name increase between two snapshots; names whose value did not change are left out."""
+    return {k: after[k] - before.get(k, 0) for k in after if after[k] != before.get(k, 0)}
+
+
+def read_proc_stat(path: str = "/proc/stat") -> dict[str, int]:
+    """Aggregate CPU jiffies: {user, nice, system, idle, iowait, irq, softirq, steal}."""
+    with open(path, encoding="ascii") as fh:
+        fields = fh.readline().split()
+    names = ("user", "nice", "system", "idle", "iowait", "irq", "softirq", "steal")
+    return {n: int(v) for n, v in zip(names, fields[1:9], strict=False)}
+
+
+def cpu_shares(before: dict[str, int], after: dict[str, int], cpus: int) -> dict[str, float]:
+    """CPU use between two /proc/stat snapshots, in percent of one CPU (100 = one core busy).
+
+    app = user + nice + system, softirq = softirq + irq, as in "APP CPU | Softirq CPU" tables.
+    """
+    d = {k: after.get(k, 0) - before.get(k, 0) for k in after}
+    total = sum(d.values())
+    if total <= 0:
+        return {"app_pct": 0.0, "softirq_pct": 0.0, "idle_pct": 100.0 * cpus}
+    scale = 100.0 * cpus / total
+    return {
+        "app_pct": round((d.get("user", 0) + d.get("nice", 0) + d.get("system", 0)) * scale, 1),
+        "softirq_pct": round((d.get("softirq", 0) + d.get("irq", 0)) * scale, 1),
+        "idle_pct": round((d.get("idle", 0) + d.get("iowait", 0)) * scale, 1),
+    }

@@ -1,0 +1,122 @@
+# Copyright: xdplab.testbed contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Result record v1: building, naming and atomic writing. Private to the xdplab.testbed collection.
+
+The record format is a contract (DESIGN.md "Result record v1"); reading and validating records for
+comparison and reports lives beside the statistics in _stats / _report.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import json
+import os
+import re
+import secrets
+import tempfile
+from typing import Any
+
+from ansible_collections.xdplab.testbed.plugins.module_utils._stats import summarize
+
+SCHEMA = "xdplab.result/v1"
+_SLUG_BAD = re.compile(r"[^A-Za-z0-9_.=-]+")
+RUN_ID_RE = re.compile(r"^[0-9]{8}T[0-9]{6}Z-[0-9a-f]{6}$")
+
+
+def utcnow() -> _dt.datetime:
+    return _dt.datetime.now(_dt.UTC)
+
+
+def iso(ts: _dt.datetime) -> str:
+    return ts.astimezone(_dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def new_run_id(now: _dt.datetime | None = None) -> str:
+    """A sortable, unique run id: 20261129T215000Z-1a2b3c."""
+    now = now or utcnow()
+    return now.strftime("%Y%m%dT%H%M%SZ") + "-" + secrets.token_hex(3)
+
+
+def slug(value: Any) -> str:
+    """A file-name-safe rendering of a value: no path separators, no dot-dot, bounded length."""
+    text = re.sub(r"\.{2,}", "_", _SLUG_BAD.sub("_", str(value))).strip("._") or "_"
+    return text[:64]
+
+
+def record_filename(scenario: str, variant: str, params: dict) -> str:
+    """results/<run-id>/<scenario>__<variant>__<k=v_k=v>.json, params in sorted key order."""
+    p = "_".join(f"{slug(k)}={slug(v)}" for k, v in sorted(params.items())) or "default"
+    return f"{slug(scenario)}__{slug(variant)}__{p[:150]}.json"
+
+
+def build_record(
+    *,
+    run_id: str,
+    scenario: str,
+    variant: str,
+    tool: str,
+    params: dict,
+    samples: list[float],
+    counters: dict | None = None,
+    environment: dict | None = None,
+    started: str,
+    duration_s: float,
+    extra: dict | None = None,
+) -> dict:
+    """Assemble a record v1; the summary is derived from the samples, never given."""
+    if not samples:
+        raise ValueError(f"scenario {scenario!r}: no samples, nothing to record")
+    for s in samples:
+        if not isinstance(s, (int, float)) or s != s or s < 0:
+            raise ValueError(f"scenario {scenario!r}: invalid sample {s!r} (packets/s must be a number >= 0)")
+    pkt_size = params.get("pkt_size")
+    try:
+        pkt_size = int(pkt_size) if pkt_size is not None else None
+    except (TypeError, ValueError):
+        pkt_size = None
+    record = {
+        "schema": SCHEMA,
+        "run_id": run_id,
+        "scenario": scenario,
+        "variant": variant,
+        "tool": tool,
+        "params": params,
+        "samples": [float(s) for s in samples],
+        "unit": "pps",
+        "summary": summarize([float(s) for s in samples], pkt_size),
+        "counters": counters or {},
+        "environment": environment or {},
+        "started": started,
+        "duration_s": round(float(duration_s), 3),
+    }
+    if extra:
+        for key, value in extra.items():
+            if key in record:
+                raise ValueError(f"extra key {key!r} would overwrite a record v1 field")
+            record[key] = value
+    return record
+
+
+def write_json_atomic(path: str, data: Any, mode: int = 0o644) -> str:
+    """Write JSON to a temp file in the same directory, fsync, then rename over ``path``.
+
+    A reader sees either the old file or the whole new one, never a truncated file.
+    """
+    directory = os.path.dirname(os.path.abspath(path))
+    os.makedirs(directory, mode=0o755, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=".json", dir=directory)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            json.dump(data, fh, indent=2, sort_keys=False)
+            fh.write("\n")
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.chmod(tmp, mode)
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except FileNotFoundError:
+            pass
+        raise
+    return path

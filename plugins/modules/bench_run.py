@@ -1,0 +1,258 @@
+#!/usr/bin/python
+# Copyright: xdplab.testbed contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+---
+module: bench_run
+short_description: Run a traffic generator N times while sampling the DUT, and return a result record
+version_added: 0.1.0
+description:
+  - Runs a packet generator on the target host (the generator) O(repetitions) times, separated by
+    idle gaps of O(gap) seconds, and parses each run's own figures with the collection's parsers.
+  - With O(dut) and O(counter), the action plugin of the same name first starts
+    M(xdplab.testbed.bench_sample) on the DUT host (through that host's own connection, so real hosts
+    over SSH and namespaces work alike), then runs the generator, cuts the DUT's counter series into
+    one burst per repetition and cross-checks packets sent against packets the DUT counted. Each
+    repetition is labelled C(generator-bound) (the DUT counted everything offered) or C(dut-bound)
+    (loss above 1%).
+  - Returns a result record v1 (see DESIGN.md) and, with O(results_dir), writes it atomically on the
+    controller.
+author: xdplab.testbed developers
+options:
+  tool:
+    description:
+      - The generator. C(xdpgen) is the collection's live-frame XDP generator, C(trafgen) netsniff-ng's
+        trafgen (its configuration rendered from O(params)); C(command) runs O(command) as is and parses
+        its output as O(parse_as).
+    type: str
+    choices: [xdpgen, trafgen, command]
+    default: xdpgen
+  params:
+    description:
+      - Generator parameters, also stored in the record and used to match records for comparison
+        (interface, pkt_size, count, duration, threads, cpu, batch, dst_mac, src_mac, src_ip, dst_ip,
+        sport, dport, flows).
+    type: dict
+    default: {}
+  binary:
+    description: Path of the generator binary; default the tool's name on PATH.
+    type: path
+  command:
+    description: Argument vector to run with O(tool=command); never passed through a shell.
+    type: list
+    elements: str
+  parse_as:
+    description: Parser for O(tool=command) output (a tool name known to M(xdplab.testbed.bench_parse)).
+    type: str
+  repetitions:
+    description: How many times the generator runs; each is one sample of the record.
+    type: int
+    default: 3
+  gap:
+    description: Idle seconds between repetitions, so the DUT sampler sees separate bursts.
+    type: float
+    default: 0.6
+  timeout:
+    description: Seconds after which one generator run is killed and the point fails.
+    type: float
+    default: 120
+  dut:
+    description: Inventory hostname of the device under test (action plugin only).
+    type: str
+  counter:
+    description: Counter spec on the DUT, as M(xdplab.testbed.bench_sample) takes it (action plugin only).
+    type: dict
+  sampler:
+    description:
+      - C(continuous) samples the DUT counter every O(sample_interval) during the runs (steady-state rate
+        per repetition); C(snapshot) reads it only before and after each run (rate = delta / generator
+        seconds; the harness-overhead baseline); C(none) records the generator's own rate.
+    type: str
+    choices: [continuous, snapshot, none]
+    default: continuous
+  sample_interval:
+    description: Seconds between DUT counter readings with O(sampler=continuous).
+    type: float
+    default: 0.1
+  lead:
+    description: Seconds the DUT sampler runs before the generator starts.
+    type: float
+    default: 1.0
+  ethtool_interfaces:
+    description: DUT interfaces whose C(ethtool -S) deltas go into the record's counters.
+    type: list
+    elements: str
+    default: []
+  scenario:
+    description: Scenario name stored in the record.
+    type: str
+    default: adhoc
+  variant:
+    description: Variant name stored in the record (e.g. baseline, patched).
+    type: str
+    default: baseline
+  run_id:
+    description: Run id stored in the record; default a new one.
+    type: str
+  results_dir:
+    description: Directory on the controller; the record is written there atomically when given.
+    type: path
+  environment:
+    description: Environment fingerprint of the DUT (M(xdplab.testbed.env_facts)), stored in the record.
+    type: dict
+    default: {}
+  generator_environment:
+    description: Environment fingerprint of the generator host, stored under C(environment.generator).
+    type: dict
+    default: {}
+attributes:
+  check_mode:
+    support: none
+    details: Sending traffic is the whole point; check mode is refused.
+  diff_mode:
+    support: none
+  action:
+    support: full
+    details: The action plugin runs the DUT sampler and writes the record on the controller.
+"""
+
+EXAMPLES = r"""
+- name: XDP_DROP rate of the DUT, three 2-second runs of xdpgen
+  xdplab.testbed.bench_run:
+    tool: xdpgen
+    binary: /var/lib/xdplab/bin/xdpgen
+    params:
+      interface: veth0
+      pkt_size: 64
+      duration: 2
+      dst_mac: "{{ dut_mac }}"
+      src_ip: 198.18.0.1
+      dst_ip: 198.18.0.2
+    repetitions: 3
+    dut: dut
+    counter: {type: xdp, interface: veth0, action: drop}
+    scenario: xdp_drop
+    results_dir: "{{ playbook_dir }}/results/{{ run_id }}"
+  delegate_to: gen
+"""
+
+RETURN = r"""
+record:
+  description: The result record v1.
+  returned: success
+  type: dict
+record_path:
+  description: Where the record was written on the controller.
+  returned: when results_dir is given
+  type: str
+reps:
+  description:
+    - Per repetition, the generator's figures (C(gen_packets), C(gen_seconds), C(gen_pps)) and, with a DUT
+      sampler, what the DUT counted (C(dut_packets), C(dut_pps)), C(loss) (share of sent packets not
+      counted) and C(bound).
+  returned: success
+  type: list
+  elements: dict
+bound:
+  description: C(dut-bound) when any repetition lost more than 1% of what was sent, else C(generator-bound).
+  returned: success
+  type: str
+  sample: generator-bound
+runs:
+  description: Raw generator runs (module side): argv, rc, parsed figures, CPU use, wall times.
+  returned: always
+  type: list
+  elements: dict
+"""
+
+import os
+import subprocess
+import tempfile
+import time
+import traceback
+
+from ansible.module_utils.basic import AnsibleModule
+from ansible_collections.xdplab.testbed.plugins.module_utils._benchspec import GENERATOR_REQUIRED_IF, GENERATOR_SPEC
+from ansible_collections.xdplab.testbed.plugins.module_utils._counters import cpu_shares, read_proc_stat
+from ansible_collections.xdplab.testbed.plugins.module_utils._generators import (
+    GeneratorParamError,
+    trafgen_argv,
+    trafgen_config,
+    xdpgen_argv,
+)
+from ansible_collections.xdplab.testbed.plugins.module_utils._parsers import ParseError, parse
+
+
+def build_argv(module: AnsibleModule, conf_dir: str) -> tuple[list[str], str]:
+    p = module.params
+    tool = p["tool"]
+    if tool == "command":
+        return list(p["command"]), p["parse_as"]
+    if tool == "xdpgen":
+        argv = xdpgen_argv(p["params"])
+    else:
+        conf = os.path.join(conf_dir, "trafgen.cfg")
+        with open(conf, "w", encoding="utf-8") as fh:
+            fh.write(trafgen_config(p["params"]))
+        argv = trafgen_argv(p["params"], conf)
+    binary = p["binary"] or module.get_bin_path(argv[0])
+    if not binary or not os.access(binary, os.X_OK):
+        module.fail_json(msg=f"generator {argv[0]!r} not found (binary={p['binary']!r}); "
+                             "build it with the xdplab.testbed.generator role")
+    return [binary, *argv[1:]], tool
+
+
+def run_once(module: AnsibleModule, argv: list[str], parser: str, timeout: float) -> dict:
+    env = dict(os.environ, LC_ALL="C")
+    cpu0, t0, wall0 = read_proc_stat(), time.monotonic(), time.time()
+    try:
+        proc = subprocess.run(argv, capture_output=True, text=True, timeout=timeout, env=env, check=False)  # noqa: S603
+    except subprocess.TimeoutExpired as exc:
+        module.fail_json(msg=f"{argv[0]} did not finish within {timeout} s and was killed", cmd=argv,
+                         stdout=exc.stdout or "", stderr=exc.stderr or "")
+    elapsed = time.monotonic() - t0
+    cpu = cpu_shares(cpu0, read_proc_stat(), os.cpu_count() or 1)
+    if proc.returncode != 0:
+        tail = (proc.stderr.strip() or proc.stdout.strip()).splitlines()[-5:]
+        module.fail_json(msg=f"{os.path.basename(argv[0])} failed (rc={proc.returncode}): {' / '.join(tail)}",
+                         cmd=argv, rc=proc.returncode, stdout=proc.stdout, stderr=proc.stderr)
+    try:
+        parsed = parse(parser, proc.stdout)
+    except ParseError as exc:
+        module.fail_json(msg=f"cannot read {parser} output: {exc}", cmd=argv, rc=proc.returncode,
+                         stdout=proc.stdout, stderr=proc.stderr)
+    return {"argv": argv, "rc": proc.returncode, "parsed": parsed, "cpu": cpu,
+            "started_epoch": wall0, "elapsed": round(elapsed, 6)}
+
+
+def main() -> None:
+    module = AnsibleModule(
+        argument_spec=GENERATOR_SPEC,
+        required_if=GENERATOR_REQUIRED_IF,
+        supports_check_mode=False,
+    )
+    p = module.params
+    if p["repetitions"] < 1:
+        module.fail_json(msg=f"repetitions must be >= 1, got {p['repetitions']!r}")
+    if p["gap"] < 0 or p["timeout"] <= 0:
+        module.fail_json(msg=f"gap must be >= 0 and timeout > 0, got gap={p['gap']!r} timeout={p['timeout']!r}")
+    runs = []
+    try:
+        with tempfile.TemporaryDirectory(prefix="xdplab-gen-") as conf_dir:
+            argv, parser = build_argv(module, conf_dir)
+            for i in range(p["repetitions"]):
+                if i:
+                    time.sleep(p["gap"])
+                runs.append(run_once(module, argv, parser, p["timeout"]))
+    except GeneratorParamError as exc:
+        module.fail_json(msg=str(exc), params=p["params"])
+    except Exception as exc:  # noqa: BLE001 - one top-level handler, reported with traceback
+        module.fail_json(msg=f"generator run failed: {exc}", exception=traceback.format_exc(), runs=runs)
+    module.exit_json(changed=True, runs=runs, tool=p["tool"])
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,207 @@
+#!/usr/bin/python
+# Copyright: xdplab.testbed contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+---
+module: bench_sample
+short_description: Sample a DUT packet counter while a generator runs elsewhere
+version_added: 0.1.0
+description:
+  - Reads one packet counter of the device under test (the C(xdplab_stats) map of its XDP or tc
+    program, a named nftables counter, or an interface statistic) every O(interval) seconds, until it
+    has seen O(bursts) bursts of traffic followed by an idle period, or O(max_duration) has passed.
+  - Snapshots C(ethtool -S) of O(ethtool_interfaces) and C(/proc/stat) at the start and the end.
+  - Normally started by the M(xdplab.testbed.bench_run) action on the DUT host, concurrently with the
+    generator; with O(interval=0) it reads the counter once and returns (snapshot mode).
+  - Reads only; never changes the host.
+author: xdplab.testbed developers
+options:
+  counter:
+    description:
+      - Where the DUT counts the scenario's packets.
+      - C(type=xdp) or C(type=tc) with C(interface) and C(action) (C(drop), C(pass), C(tx), C(redirect),
+        C(aborted) or C(all)) reads the per-CPU C(xdplab_stats) map of the program attached there.
+      - C(type=nft) with C(family), C(table), C(counter) reads a named nftables counter.
+      - C(type=netdev) with C(interface) and C(stat) (default C(rx_packets)) reads sysfs statistics.
+    type: dict
+    required: true
+  interval:
+    description: Seconds between two readings; C(0) reads once (snapshot mode).
+    type: float
+    default: 0.1
+  bursts:
+    description: Stop after this many bursts of traffic have ended (moving, then idle for O(idle)).
+    type: int
+    default: 1
+  idle:
+    description: Seconds without counter movement that end a burst.
+    type: float
+    default: 0.3
+  max_duration:
+    description: Upper bound on sampling time, in seconds.
+    type: float
+    default: 120
+  ethtool_interfaces:
+    description: Interfaces whose C(ethtool -S) counters are captured at the start and the end.
+    type: list
+    elements: str
+    default: []
+attributes:
+  check_mode:
+    support: full
+    details: Only reads counters.
+  diff_mode:
+    support: none
+"""
+
+EXAMPLES = r"""
+- name: Sample the XDP drop counter of the DUT for three repetitions
+  xdplab.testbed.bench_sample:
+    counter: {type: xdp, interface: veth0, action: drop}
+    bursts: 3
+    ethtool_interfaces: [veth0]
+
+- name: Read the nftables drop counter once
+  xdplab.testbed.bench_sample:
+    counter: {type: nft, family: inet, table: xdplab, counter: drop}
+    interval: 0
+"""
+
+RETURN = r"""
+times:
+  description: Seconds since the first reading, one per reading.
+  returned: always
+  type: list
+  elements: float
+  sample: [0.0, 0.1, 0.2]
+counts:
+  description: Counter value at each reading.
+  returned: always
+  type: list
+  elements: int
+  sample: [0, 612000, 1224000]
+started_epoch:
+  description: Wall-clock time (seconds since the epoch) of the first reading.
+  returned: always
+  type: float
+ethtool:
+  description: Per interface, the C(ethtool -S) counters that changed during sampling.
+  returned: always
+  type: dict
+  sample: {"veth0": {"rx_xdp_drops": 1836000}}
+cpu:
+  description: CPU use on this host over the sampling time, in percent of one CPU.
+  returned: always
+  type: dict
+  sample: {"app_pct": 2.0, "softirq_pct": 95.0, "idle_pct": 103.0}
+counter:
+  description: The counter spec read, with defaults filled in, and a readable description.
+  returned: always
+  type: dict
+"""
+
+import os
+import time
+import traceback
+
+from ansible.module_utils.basic import AnsibleModule
+from ansible_collections.xdplab.testbed.plugins.module_utils._counters import (
+    CounterError,
+    check_spec,
+    counter_delta,
+    cpu_shares,
+    describe,
+    make_reader,
+    parse_ethtool_stats,
+    read_proc_stat,
+)
+from ansible_collections.xdplab.testbed.plugins.module_utils._sampling import MIN_RATE
+
+
+def ethtool_snapshot(module: AnsibleModule, interfaces: list[str]) -> dict[str, dict[str, int]]:
+    if not interfaces:
+        return {}
+    ethtool = module.get_bin_path("ethtool", required=True)
+    snap = {}
+    for ifname in interfaces:
+        rc, out, err = module.run_command([ethtool, "-S", ifname])
+        # A device without driver statistics is not an error for sampling: record nothing for it.
+        snap[ifname] = parse_ethtool_stats(out) if rc == 0 else {}
+    return snap
+
+
+def sample(read, interval: float, bursts: int, idle: float, max_duration: float):
+    """Read until `bursts` bursts have ended, or max_duration. Returns (times, counts)."""
+    t0 = time.monotonic()
+    times, counts = [0.0], [read()]
+    seen, moving, last_move = 0, False, 0.0
+    while True:
+        time.sleep(interval)
+        now = time.monotonic() - t0
+        value = read()
+        rate = (value - counts[-1]) / (now - times[-1])
+        times.append(now)
+        counts.append(value)
+        if rate > MIN_RATE:
+            moving, last_move = True, now
+        elif moving and now - last_move >= idle:
+            moving = False
+            seen += 1
+            if seen >= bursts:
+                break
+        if now >= max_duration:
+            break
+    return times, counts
+
+
+def main() -> None:
+    module = AnsibleModule(
+        argument_spec=dict(
+            counter=dict(type="dict", required=True),
+            interval=dict(type="float", default=0.1),
+            bursts=dict(type="int", default=1),
+            idle=dict(type="float", default=0.3),
+            max_duration=dict(type="float", default=120.0),
+            ethtool_interfaces=dict(type="list", elements="str", default=[]),
+        ),
+        supports_check_mode=True,
+    )
+    p = module.params
+    for name, low in (("interval", 0.0), ("idle", 0.01), ("max_duration", 0.1)):
+        if p[name] < low:
+            module.fail_json(msg=f"{name} must be >= {low}, got {p[name]!r}")
+    if p["bursts"] < 1:
+        module.fail_json(msg=f"bursts must be >= 1, got {p['bursts']!r}")
+    module.run_command_environ_update = {"LC_ALL": "C"}
+    try:
+        spec = check_spec(p["counter"])
+        read = make_reader(spec, run_command=module.run_command)
+        eth_before = ethtool_snapshot(module, p["ethtool_interfaces"])
+        cpu_before = read_proc_stat()
+        started = time.time()
+        if p["interval"] == 0:
+            times, counts = [0.0], [read()]
+        else:
+            times, counts = sample(read, p["interval"], p["bursts"], p["idle"], p["max_duration"])
+        cpu_after = read_proc_stat()
+        eth_after = ethtool_snapshot(module, p["ethtool_interfaces"])
+    except CounterError as exc:
+        module.fail_json(msg=str(exc), counter=p["counter"])
+    except Exception as exc:  # noqa: BLE001 - one top-level handler, reported with traceback
+        module.fail_json(msg=f"sampling failed: {exc}", exception=traceback.format_exc())
+    module.exit_json(
+        changed=False,
+        times=[round(t, 6) for t in times],
+        counts=counts,
+        started_epoch=started,
+        ethtool={k: counter_delta(eth_before.get(k, {}), v) for k, v in eth_after.items()},
+        cpu=cpu_shares(cpu_before, cpu_after, os.cpu_count() or 1),
+        counter=dict(spec, description=describe(spec)),
+    )
+
+
+if __name__ == "__main__":
+    main()

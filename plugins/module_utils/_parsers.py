@@ -11,6 +11,7 @@
 
 from __future__ import annotations
 
+import json
 import math
 import re
 from collections.abc import Callable
@@ -95,9 +96,416 @@ def parse_xdpgen(output: str) -> dict:
     return result
 
 
+def _int(text: str) -> int:
+    """Integer that may carry thousands separators (xdp-tools prints 13,803,680)."""
+    return int(text.replace(",", ""))
+
+
+def _steady_mean(tool: str, name: str, values: list[float]) -> tuple[float, int]:
+    """Mean of per-interval rates, leading all-zero intervals (before traffic) dropped.
+
+    Zero intervals after the first non-zero one are kept: a stall is a result.
+    Returns (mean, leading zero intervals skipped); all-zero raises ParseError.
+    """
+    skip = 0
+    while skip < len(values) and values[skip] == 0:
+        skip += 1
+    kept = values[skip:]
+    if not kept:
+        raise ParseError(f"{tool}: all {len(values)} intervals report 0 {name}: "
+                         "no traffic measured (refusing a rate of 0)")
+    return math.fsum(kept) / len(kept), skip
+
+
+# --------------------------------------------------------------------- pktgen
+# net/core/pktgen.c show_results():
+#   "OK: %llu(c%llu+d%llu) usec, %llu (%dbyte,%dfrags)\n"
+#   "  %llupps %lluMb/sec (%llubps) errors: %llu"
+_PKTGEN_OK = re.compile(
+    r"Result: OK: (?P<usec>\d+)\(c(?P<usec_cpu>\d+)\+d(?P<usec_idle>\d+)\) usec, "
+    r"(?P<packets>\d+) \((?P<pkt_size>\d+)byte,(?P<frags>-?\d+)frags\)"
+    r"(?:\s*\n?\s*(?P<pps>\d+)pps (?P<mbps>\d+)Mb/sec \((?P<bps>\d+)bps\) "
+    r"errors: (?P<errors>\d+))?")
+_PKTGEN_RESULT = re.compile(r"^\s*Result: (?P<text>.*)$", re.M)
+_PKTGEN_DEVICE = re.compile(
+    r"(?:Device: (?P<a>\S+))|(?:ifname: (?P<b>\S+))|(?:==> /proc/net/pktgen/(?P<c>\S+) <==)"
+    r"|(?:^\s*/proc/net/pktgen/(?P<d>[^\s:]+)\s*$)", re.M)
+
+
+def parse_pktgen(output: str) -> dict:
+    """Kernel pktgen result blocks, one per device (DEV or DEV@THREAD).
+
+    Accepts a /proc/net/pktgen/<dev> file, several of them (``head``/``tail``
+    headers or the sample scripts' ``Device: X`` lines). Devices run in
+    parallel, so ``pps`` is the sum of the per-device rates.
+    """
+    tool = "pktgen"
+    _nonempty(tool, output)
+    markers = [(m.start(), next(g for g in m.groups() if g)) for m in _PKTGEN_DEVICE.finditer(output)]
+    devices = []
+    for m in _PKTGEN_OK.finditer(output):
+        name = None
+        for pos, dev in markers:
+            if pos < m.start():
+                name = dev
+        if m["pps"] is None:
+            raise ParseError(f"{tool}: truncated result for device {name or '?'}: "
+                             f"rate line '<pps>pps <Mb>Mb/sec ...' missing after {m.group(0)!r}")
+        dev = {
+            "device": name,
+            "thread": int(name.rsplit("@", 1)[1]) if name and "@" in name and
+            name.rsplit("@", 1)[1].isdigit() else None,
+            "usec": int(m["usec"]), "usec_cpu": int(m["usec_cpu"]), "usec_idle": int(m["usec_idle"]),
+            "packets": int(m["packets"]), "pkt_size": int(m["pkt_size"]), "frags": int(m["frags"]),
+            "pps": float(m["pps"]), "mbps": int(m["mbps"]), "bps": int(m["bps"]),
+            "errors": int(m["errors"]),
+        }
+        _rate(tool, f"pps of device {name or '?'}", dev["pps"])
+        devices.append(dev)
+    if not devices:
+        others = [r["text"].strip() for r in _PKTGEN_RESULT.finditer(output)]
+        if others:
+            raise ParseError(f"{tool}: no finished run in output (Result: {'; '.join(others)}); "
+                             "a thread file (kpktgend_N) or an idle device has no rates")
+        raise ParseError(f"{tool}: not pktgen output (no 'Result: OK:' block): {_excerpt(output)}")
+    sizes = {d["pkt_size"] for d in devices}
+    return {
+        "pps": math.fsum(d["pps"] for d in devices),
+        "packets": sum(d["packets"] for d in devices),
+        "errors": sum(d["errors"] for d in devices),
+        "bps": sum(d["bps"] for d in devices),
+        "seconds": max(d["usec"] for d in devices) / 1e6,
+        "pkt_size": sizes.pop() if len(sizes) == 1 else None,
+        "devices": devices,
+    }
+
+
+# --------------------------------------------------------------------- xskgen
+# xskgen.c: printf("sent %llu packets %llu bits, took %f sec, %f gbps %f mpps\n")
+_XSKGEN = re.compile(
+    rf"^sent (?P<packets>\d+) packets (?P<bits>\d+) bits, took (?P<seconds>{_NUM}) sec, "
+    rf"(?P<gbps>{_NUM}) gbps (?P<mpps>{_NUM}) mpps\s*$", re.M)
+
+
+def parse_xskgen(output: str) -> dict:
+    """xskgen-style interval lines; pps = all packets / all seconds."""
+    tool = "xskgen"
+    _nonempty(tool, output)
+    intervals = [{"packets": int(m["packets"]), "bits": int(m["bits"]),
+                  "seconds": float(m["seconds"]), "gbps": float(m["gbps"]),
+                  "mpps": float(m["mpps"])} for m in _XSKGEN.finditer(output)]
+    if not intervals:
+        if re.search(r"^sent \d+ packets", output, re.M):
+            raise ParseError(f"{tool}: truncated line: {_excerpt(output)}")
+        raise ParseError(f"{tool}: not xskgen output (no 'sent N packets B bits, took S sec' line): "
+                         f"{_excerpt(output)}")
+    packets = sum(i["packets"] for i in intervals)
+    seconds = math.fsum(i["seconds"] for i in intervals)
+    bits = sum(i["bits"] for i in intervals)
+    if seconds <= 0:
+        raise ParseError(f"{tool}: total time {seconds!r} s is not > 0")
+    return {
+        "pps": _rate(tool, "pps", packets / seconds),
+        "packets": packets, "bits": bits, "seconds": seconds,
+        "gbps": bits / seconds / 1e9, "intervals": intervals,
+    }
+
+
+# -------------------------------------------------------------------- trafgen
+# netsniff-ng trafgen.c: "%12lu packets outgoing", "%12lu bytes outgoing",
+# "%12lu sec, %6lu usec on CPU%d (%lu packets)" (lines start with \r).
+_TG_PKTS = re.compile(r"^\s*(\d+) packets outgoing\s*$", re.M)
+_TG_BYTES = re.compile(r"^\s*(\d+) bytes outgoing\s*$", re.M)
+_TG_CPU = re.compile(r"^\s*(\d+) sec, (\d+) usec on CPU(\d+) \((\d+) packets\)\s*$", re.M)
+
+
+def parse_trafgen(output: str) -> dict:
+    """trafgen (netsniff-ng) exit statistics; CPUs send in parallel, pps = sum of per-CPU rates."""
+    tool = "trafgen"
+    text = _nonempty(tool, output).replace("\r", "\n")
+    pk, by = _TG_PKTS.findall(text), _TG_BYTES.findall(text)
+    cpus = [{"cpu": int(c), "seconds": int(s) + int(u) / 1e6, "packets": int(n)}
+            for s, u, c, n in _TG_CPU.findall(text)]
+    if not pk or not by or not cpus:
+        if "Running!" in text or "packets to schedule" in text:
+            raise ParseError(f"{tool}: truncated output: no exit statistics "
+                             "('N packets outgoing' / 'S sec, U usec on CPUn')")
+        raise ParseError(f"{tool}: not trafgen output: {_excerpt(text)}")
+    packets, nbytes = int(pk[-1]), int(by[-1])
+    for c in cpus:
+        if c["seconds"] <= 0:
+            raise ParseError(f"{tool}: CPU{c['cpu']} ran for {c['seconds']} s")
+        c["pps"] = c["packets"] / c["seconds"]
+    if sum(c["packets"] for c in cpus) != packets:
+        raise ParseError(f"{tool}: per-CPU packets sum to {sum(c['packets'] for c in cpus)}, "
+                         f"total says {packets}")
+    return {
+        "pps": _rate(tool, "pps", math.fsum(c["pps"] for c in cpus)),
+        "packets": packets, "bytes": nbytes,
+        "seconds": max(c["seconds"] for c in cpus),
+        "pkt_size": nbytes // packets if packets and nbytes % packets == 0 else None,
+        "per_cpu": cpus,
+    }
+
+
+# ------------------------------------------------------------------- sockperf
+_ANSI = re.compile(r"\x1b\[[0-9;]*m")
+_SP_RATE = re.compile(r"Summary: Message Rate is (\d+) \[msg/sec\]")
+_SP_TOTAL = re.compile(rf"Total of (\d+) messages sent in ({_NUM}) sec")
+_SP_BW = re.compile(rf"Summary: BandWidth is ({_NUM}) MBps \(({_NUM}) Mbps\)")
+_SP_VALID = re.compile(rf"\[Valid Duration\] RunTime=({_NUM}) sec; SentMessages=(\d+); "
+                       r"ReceivedMessages=(\d+)")
+_SP_LAT = re.compile(rf"Summary: Latency is ({_NUM}) usec")
+_SP_AVG = re.compile(rf"avg-latency=({_NUM}) \(std-dev=({_NUM})")
+_SP_PCT = re.compile(rf"percentile ({_NUM}) =\s*({_NUM})")
+_SP_MINMAX = re.compile(rf"<(MAX|MIN)> observation =\s*({_NUM})")
+_SP_DROPS = re.compile(r"# dropped messages = (\d+); # duplicated messages = (\d+); "
+                       r"# out-of-order messages = (\d+)")
+
+
+def parse_sockperf(output: str) -> dict:
+    """sockperf client summaries: throughput (tp) and ping-pong/under-load (pp, ul).
+
+    tp: pps = "Message Rate" (messages sent per second).
+    pp/ul: pps = ReceivedMessages / RunTime of the valid (post-warm-up) window,
+    i.e. replies per second; latency figures in usec.
+    """
+    tool = "sockperf"
+    text = _ANSI.sub("", _nonempty(tool, output))
+    err = re.search(r"sockperf: ERROR: (.*)", text)
+    if err:
+        raise ParseError(f"{tool}: tool reported an error: {err.group(1).strip()}")
+    rate = _SP_RATE.search(text)
+    if rate:
+        out: dict = {"mode": "tp", "pps": _rate(tool, "Message Rate", float(rate.group(1))),
+                     "msg_per_s": int(rate.group(1))}
+        tot = _SP_TOTAL.search(text)
+        if tot:
+            out.update(messages=int(tot.group(1)), seconds=float(tot.group(2)))
+        bw = _SP_BW.search(text)
+        if bw:
+            out.update(mbytes_per_s=float(bw.group(1)), mbps=float(bw.group(2)))
+        return out
+    valid = _SP_VALID.search(text)
+    lat = _SP_LAT.search(text)
+    if valid and lat:
+        runtime, sent, recv = float(valid.group(1)), int(valid.group(2)), int(valid.group(3))
+        if runtime <= 0:
+            raise ParseError(f"{tool}: valid RunTime={runtime} s is not > 0")
+        out = {"mode": "pp", "pps": _rate(tool, "replies per second", recv / runtime),
+               "seconds": runtime, "sent": sent, "received": recv,
+               "latency_usec": float(lat.group(1))}
+        avg = _SP_AVG.search(text)
+        if avg:
+            out.update(avg_latency_usec=float(avg.group(1)), stdev_latency_usec=float(avg.group(2)))
+        out["percentiles_usec"] = {m.group(1): float(m.group(2)) for m in _SP_PCT.finditer(text)}
+        for kind, value in _SP_MINMAX.findall(text):
+            out[f"{kind.lower()}_latency_usec"] = float(value)
+        drops = _SP_DROPS.search(text)
+        if drops:
+            out.update(dropped=int(drops.group(1)), duplicated=int(drops.group(2)),
+                       out_of_order=int(drops.group(3)))
+        return out
+    if "sockperf" in text and ("Starting test" in text or "Test end" in text):
+        raise ParseError(f"{tool}: truncated output: no client summary "
+                         "('Summary: Message Rate' or 'Summary: Latency')")
+    raise ParseError(f"{tool}: not sockperf client output: {_excerpt(text)}")
+
+
+# --------------------------------------------------------------------- iperf3
+def parse_iperf3(output: str) -> dict:
+    """iperf3 --json. UDP: pps = packets received (sent - lost) per second at the
+    receiver. TCP has no packet count: pps is an ESTIMATE, received bytes /
+    tcp_mss_default / seconds (``pps_basis`` says so)."""
+    tool = "iperf3"
+    _nonempty(tool, output)
+    try:
+        data = json.loads(output)
+    except json.JSONDecodeError as exc:
+        raise ParseError(f"{tool}: output is not complete JSON (truncated or not --json?): {exc}") from None
+    if not isinstance(data, dict):
+        raise ParseError(f"{tool}: JSON top level is {type(data).__name__}, expected an object")
+    if data.get("error"):
+        raise ParseError(f"{tool}: tool reported an error: {data['error']}")
+    end, start = data.get("end"), data.get("start")
+    if not isinstance(end, dict) or not isinstance(start, dict) or not end:
+        raise ParseError(f"{tool}: JSON has no 'start'/'end' sections (run interrupted?)")
+    proto = (start.get("test_start") or {}).get("protocol", "").upper()
+    out: dict = {"protocol": proto, "version": start.get("version")}
+    if proto == "UDP":
+        recv = end.get("sum_received") or end.get("sum")
+        sent = end.get("sum_sent") or end.get("sum")
+        if not recv or "packets" not in recv:
+            raise ParseError(f"{tool}: UDP result without packet counts in end.sum_received")
+        got = recv["packets"] - recv.get("lost_packets", 0)
+        if recv["seconds"] <= 0:
+            raise ParseError(f"{tool}: receiver seconds={recv['seconds']!r} is not > 0")
+        out.update(pps=_rate(tool, "received pps", got / recv["seconds"]),
+                   pps_basis="udp packets received / receiver seconds",
+                   packets_received=got, lost_packets=recv.get("lost_packets", 0),
+                   lost_percent=recv.get("lost_percent"), jitter_ms=recv.get("jitter_ms"),
+                   seconds=recv["seconds"], bits_per_second=recv["bits_per_second"],
+                   sent_pps=sent["packets"] / sent["seconds"] if sent.get("seconds") else None,
+                   blksize=start["test_start"].get("blksize"))
+    elif proto == "TCP":
+        recv = end.get("sum_received")
+        mss = start.get("tcp_mss_default") or start.get("tcp_mss")
+        if not recv:
+            raise ParseError(f"{tool}: TCP result without end.sum_received")
+        if not mss:
+            raise ParseError(f"{tool}: TCP result without tcp_mss_default: cannot estimate pps")
+        if recv["seconds"] <= 0:
+            raise ParseError(f"{tool}: receiver seconds={recv['seconds']!r} is not > 0")
+        out.update(pps=_rate(tool, "estimated pps", recv["bytes"] / mss / recv["seconds"]),
+                   pps_basis=f"estimate: received bytes / tcp_mss_default ({mss}) / seconds",
+                   bytes=recv["bytes"], seconds=recv["seconds"],
+                   bits_per_second=recv["bits_per_second"],
+                   retransmits=(end.get("sum_sent") or {}).get("retransmits"), tcp_mss=mss)
+    else:
+        raise ParseError(f"{tool}: unknown protocol {proto!r} in start.test_start")
+    cpu = end.get("cpu_utilization_percent")
+    if cpu:
+        out["cpu_utilization_percent"] = cpu
+    return out
+
+
+# ------------------------------------------------------------ xdp-bench (+gen)
+# xdp-tools lib/util/xdp_sample.c stats_print(): "%-23s" then "%'10llu %-13s"
+# columns rx/s [redir/s] err,drop/s (older: err/s) [xmit/s].
+_XB_LINE = re.compile(
+    r"^(?P<prefix>\S+)\s+(?P<rx>[\d,]+) rx/s\s+(?:(?P<redir>[\d,]+) redir/s\s+)?"
+    r"(?P<err>[\d,]+) err(?:,drop)?/s(?:\s+(?P<xmit>[\d,]+) xmit/s)?\s*$", re.M)
+_XB_RECV = re.compile(r"^\s+receive(?: total)?\s+(?P<pps>[\d,]+) pkt/s\s+(?P<drop>[\d,]+) drop/s"
+                      r"\s+(?P<err>[\d,]+) error/s\s*$", re.M)
+_XB_CPU = re.compile(r"^\s+cpu:(?P<cpu>\d+)\s+(?P<pps>[\d,]+) pkt/s\s+(?P<drop>[\d,]+) drop/s"
+                     r"\s+(?P<err>[\d,]+) error/s\s*$", re.M)
+_XB_AVG = re.compile(r"^\s*Average packets/s\s*:\s*([\d,]+)", re.M)
+
+
+def parse_xdp_bench(output: str) -> dict:
+    """xdp-bench interval lines, default (terse) and extended (-e).
+
+    pps = mean rx/s over intervals after leading zero intervals (traffic not yet
+    started); ``intervals`` keeps every line, so a sample per interval is
+    available. Extended blocks add ``receive`` totals and per-CPU rows.
+    """
+    tool = "xdp-bench"
+    _nonempty(tool, output)
+    lines = list(_XB_LINE.finditer(output))
+    if not lines:
+        if "rx/s" in output:
+            raise ParseError(f"{tool}: truncated interval line: {_excerpt(output)}")
+        raise ParseError(f"{tool}: not xdp-bench output (no '<n> rx/s' interval line): {_excerpt(output)}")
+    intervals = []
+    bounds = [m.start() for m in lines] + [len(output)]
+    for i, m in enumerate(lines):
+        block = output[m.end():bounds[i + 1]]
+        iv = {"prefix": m["prefix"], "rx_pps": _int(m["rx"]), "err_drop_pps": _int(m["err"])}
+        if m["redir"]:
+            iv["redir_pps"] = _int(m["redir"])
+        if m["xmit"]:
+            iv["xmit_pps"] = _int(m["xmit"])
+        rec = _XB_RECV.search(block)
+        if rec:
+            iv["receive"] = {"pps": _int(rec["pps"]), "drop_pps": _int(rec["drop"]),
+                             "error_pps": _int(rec["err"])}
+            iv["per_cpu"] = [{"cpu": int(c["cpu"]), "pps": _int(c["pps"]), "drop_pps": _int(c["drop"]),
+                              "error_pps": _int(c["err"])} for c in _XB_CPU.finditer(block)]
+        intervals.append(iv)
+    mean, skipped = _steady_mean(tool, "rx/s", [float(iv["rx_pps"]) for iv in intervals])
+    out = {
+        "pps": mean,
+        "intervals": intervals,
+        "leading_zero_intervals": skipped,
+        "zero_intervals": sum(1 for iv in intervals[skipped:] if iv["rx_pps"] == 0),
+        "extended": any("receive" in iv for iv in intervals),
+    }
+    avg = _XB_AVG.search(output)
+    if avg:
+        out["average_pps_reported"] = _int(avg.group(1))
+    return out
+
+
+# xdp-trafficgen prints the devmap_xmit_multi summary: "<from>->ifname  N err/s  N xmit/s"
+_XTG_LINE = re.compile(r"^(?P<prefix>\S+)\s+(?P<err>[\d,]+) err(?:,drop)?/s\s+"
+                       r"(?P<xmit>[\d,]+) xmit/s\s*$", re.M)
+
+
+def parse_xdp_trafficgen(output: str) -> dict:
+    """xdp-trafficgen interval lines; pps = mean xmit/s (leading zero intervals dropped)."""
+    tool = "xdp-trafficgen"
+    _nonempty(tool, output)
+    lines = list(_XTG_LINE.finditer(output))
+    if not lines:
+        if "xmit/s" in output:
+            raise ParseError(f"{tool}: truncated interval line: {_excerpt(output)}")
+        raise ParseError(f"{tool}: not xdp-trafficgen output (no '<n> xmit/s' line): {_excerpt(output)}")
+    intervals = [{"prefix": m["prefix"], "err_pps": _int(m["err"]), "xmit_pps": _int(m["xmit"])}
+                 for m in lines]
+    mean, skipped = _steady_mean(tool, "xmit/s", [float(iv["xmit_pps"]) for iv in intervals])
+    iface = re.search(r"Transmitting on (\S+) \(ifindex (\d+)\)", output)
+    return {
+        "pps": mean,
+        "intervals": intervals,
+        "leading_zero_intervals": skipped,
+        "interface": iface.group(1) if iface else None,
+    }
+
+
+# -------------------------------------------------------------------- testpmd
+_TP_PORT = re.compile(r"#+ NIC statistics for port (\d+)\s+#+")
+_TP_FIELD = re.compile(r"(RX-packets|RX-missed|RX-bytes|RX-errors|RX-nombuf|TX-packets|TX-errors|"
+                       r"TX-bytes|Rx-pps|Rx-bps|Tx-pps|Tx-bps):\s*(\d+)")
+_TP_KEYS = {"RX-packets": "rx_packets", "RX-missed": "rx_missed", "RX-bytes": "rx_bytes",
+            "RX-errors": "rx_errors", "RX-nombuf": "rx_nombuf", "TX-packets": "tx_packets",
+            "TX-errors": "tx_errors", "TX-bytes": "tx_bytes", "Rx-pps": "rx_pps",
+            "Rx-bps": "rx_bps", "Tx-pps": "tx_pps", "Tx-bps": "tx_bps"}
+
+
+def parse_testpmd(output: str) -> dict:
+    """testpmd ``show port stats`` blocks (one per port).
+
+    pps = total Rx-pps over ports when any port receives (forwarding, rxonly),
+    else total Tx-pps (txonly generator); ``pps_direction`` says which.
+    """
+    tool = "testpmd"
+    _nonempty(tool, output)
+    heads = list(_TP_PORT.finditer(output))
+    if not heads:
+        raise ParseError(f"{tool}: not testpmd port stats (no 'NIC statistics for port N'): "
+                         f"{_excerpt(output)}")
+    ports = []
+    bounds = [h.start() for h in heads] + [len(output)]
+    for i, h in enumerate(heads):
+        block = output[h.end():bounds[i + 1]]
+        port = {"port": int(h.group(1))}
+        for key, value in _TP_FIELD.findall(block):
+            port[_TP_KEYS[key]] = int(value)
+        if "rx_pps" not in port or "tx_pps" not in port:
+            raise ParseError(f"{tool}: port {port['port']}: truncated block, no "
+                             "'Throughput (since last show)' Rx-pps/Tx-pps")
+        ports.append(port)
+    rx = math.fsum(p["rx_pps"] for p in ports)
+    tx = math.fsum(p["tx_pps"] for p in ports)
+    if rx > 0:
+        pps, direction = rx, "rx"
+    else:
+        pps, direction = tx, "tx"
+    return {"pps": _rate(tool, f"{direction}_pps", pps), "pps_direction": direction,
+            "rx_pps": rx, "tx_pps": tx, "ports": ports}
+
+
 # ------------------------------------------------------------------- registry
 TOOLS: dict[str, Callable[[str], dict]] = {
     "xdpgen": parse_xdpgen,
+    "pktgen": parse_pktgen,
+    "xskgen": parse_xskgen,
+    "trafgen": parse_trafgen,
+    "sockperf": parse_sockperf,
+    "iperf3": parse_iperf3,
+    "xdp-bench": parse_xdp_bench,
+    "xdp-trafficgen": parse_xdp_trafficgen,
+    "testpmd": parse_testpmd,
 }
 
 

@@ -126,7 +126,7 @@ class ActionModule(ActionBase):
         environment = dict(args.get("environment") or {})
         if args.get("generator_environment"):
             environment["generator"] = args["generator_environment"]
-        record_params = dict(params, sample=how)
+        record_params = dict(params, **(args.get("record_params") or {}), sample=how)
         try:
             record = build_record(
                 run_id=args.get("run_id") or new_run_id(started),
@@ -146,7 +146,7 @@ class ActionModule(ActionBase):
             return dict(result, failed=True, msg=str(exc), reps=reps_out)
         result.update(changed=False, record=record, reps=reps_out, bound=bound, runs=runs)
         if args.get("results_dir"):
-            path = os.path.join(args["results_dir"], record_filename(record["scenario"], record["variant"], params))
+            path = os.path.join(args["results_dir"], record_filename(record["scenario"], record["variant"], record_params))
             write_json_atomic(path, record)
             result.update(changed=True, record_path=path)
         return result

@@ -33,6 +33,7 @@ ACTION_SPEC = dict(
     variant=dict(type="str", default="baseline"),
     run_id=dict(type="str"),
     results_dir=dict(type="path"),
+    record_params=dict(type="dict", default={}),
     environment=dict(type="dict", default={}),
     generator_environment=dict(type="dict", default={}),
 )

@@ -9,6 +9,7 @@ comparison and reports lives beside the statistics in _stats / _report.
 from __future__ import annotations
 
 import datetime as _dt
+import hashlib
 import json
 import os
 import re
@@ -44,9 +45,9 @@ def slug(value: Any) -> str:
 
 
 def record_filename(scenario: str, variant: str, params: dict) -> str:
-    """results/<run-id>/<scenario>__<variant>__<k=v_k=v>.json, params in sorted key order."""
-    p = "_".join(f"{slug(k)}={slug(v)}" for k, v in sorted(params.items())) or "default"
-    return f"{slug(scenario)}__{slug(variant)}__{p[:150]}.json"
+    """<scenario>__<variant>__<hash of params>.json: one file per (scenario, variant, params)."""
+    digest = hashlib.sha1(json.dumps(params, sort_keys=True, default=str).encode(), usedforsecurity=False)
+    return f"{slug(scenario)}__{slug(variant)}__{digest.hexdigest()[:10]}.json"
 
 
 def build_record(

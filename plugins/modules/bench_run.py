@@ -100,6 +100,12 @@ options:
   results_dir:
     description: Directory on the controller; the record is written there atomically when given.
     type: path
+  record_params:
+    description:
+      - Parameters stored in the record (and used to match records) that the generator does not take,
+        for example the XDP mode of the DUT program.
+    type: dict
+    default: {}
   environment:
     description: Environment fingerprint of the DUT (M(xdplab.testbed.env_facts)), stored in the record.
     type: dict

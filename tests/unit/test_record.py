@@ -62,11 +62,13 @@ def test_run_id_format_and_uniqueness():
     assert all(RUN_ID_RE.match(i) for i in ids)
 
 
-def test_record_filename_is_path_safe():
+def test_record_filename_is_path_safe_and_distinct_per_params():
     name = record_filename("../../etc", "base/line", {"dst": "a b/../c", "pkt_size": 64})
-    assert "/" not in name and ".." not in name.replace("..json", "")
+    assert "/" not in name and ".." not in name
     assert name.startswith("etc__base_line__")
     assert name.endswith(".json")
+    assert record_filename("s", "v", {"a": 1, "b": 2}) == record_filename("s", "v", {"b": 2, "a": 1})
+    assert record_filename("s", "v", {"a": 1}) != record_filename("s", "v", {"a": 2})
 
 
 def test_atomic_write_leaves_old_file_on_failure(tmp_path, monkeypatch):

@@ -1,0 +1,291 @@
+# Copyright: xdplab.testbed contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Pure logic of the kernel role: patch series, Kconfig checks, build keys.
+
+PRIVATE to the xdplab.testbed collection: not a public API, may change without notice.
+No I/O here except reading Kconfig files in :func:`kconfig_reasons`; the modules run the tools.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+from dataclasses import asdict, dataclass
+
+SERIES_SCHEMA = "xdplab.kernel-series/v1"
+_MBOX_FROM = re.compile(r"^From [0-9a-f]{40} Mon Sep 17 00:00:00 2001$", re.M)
+_SUBJECT_PREFIX = re.compile(r"^\s*(\[[^\]]*\]\s*)+")
+_CONFIG_SET = re.compile(r"^(CONFIG_[A-Za-z0-9_]+)=(.*)$")
+_CONFIG_UNSET = re.compile(r"^# (CONFIG_[A-Za-z0-9_]+) is not set$")
+
+
+class KernelError(Exception):
+    """Bad input or state; the message names the offending value."""
+
+
+@dataclass
+class PatchInfo:
+    index: int
+    name: str
+    subject: str
+    files: list[str]
+    patch_id: str = ""
+
+    def as_dict(self) -> dict:
+        return asdict(self)
+
+
+# --------------------------------------------------------------------------- patches
+
+
+def split_mbox(text: str) -> list[str]:
+    """Split an mbox (git format-patch output concatenated) into single patches.
+    A plain diff (no mbox separators) is returned as one patch."""
+    starts = [m.start() for m in _MBOX_FROM.finditer(text)]
+    if len(starts) <= 1:
+        return [text]
+    starts.append(len(text))
+    return [text[a:b] for a, b in zip(starts, starts[1:], strict=False)]
+
+
+def patch_subject(text: str, fallback: str) -> str:
+    """The Subject: of a mail-formatted patch (folded lines joined, [PATCH n/m] dropped), else fallback."""
+    lines = text.splitlines()
+    for i, line in enumerate(lines):
+        if line == "" or line.startswith("diff --git") or line.startswith("--- "):
+            break
+        if line.lower().startswith("subject:"):
+            subject = line.split(":", 1)[1]
+            for cont in lines[i + 1:]:
+                if cont.startswith((" ", "\t")):
+                    subject += " " + cont.strip()
+                else:
+                    break
+            return _SUBJECT_PREFIX.sub("", subject).strip() or fallback
+    return fallback
+
+
+def patch_files(text: str) -> list[str]:
+    """Files a patch touches (from the +++/--- headers, -p1 stripped), in order, no duplicates."""
+    files: list[str] = []
+    for line in text.splitlines():
+        if line.startswith(("+++ ", "--- ")):
+            path = line[4:].split("\t")[0].strip()
+            if path == "/dev/null":
+                continue
+            if path.startswith(("a/", "b/")):
+                path = path[2:]
+            if path not in files:
+                files.append(path)
+    if not files:
+        raise KernelError("no diff found in patch (no '+++ ' header)")
+    return files
+
+
+def has_diff(text: str) -> bool:
+    return any(line.startswith("+++ ") for line in text.splitlines())
+
+
+def series_id(patch_ids: list[str]) -> str:
+    return hashlib.sha256("\n".join(patch_ids).encode()).hexdigest()
+
+
+def series_record(source: dict, patches: list[PatchInfo], base: str = "") -> dict:
+    """The JSON an env fingerprint reads as ``kernel_patches``."""
+    return {
+        "schema": SERIES_SCHEMA,
+        "source": source,
+        "base": base,
+        "series_id": series_id([p.patch_id for p in patches]),
+        "patches": [{"subject": p.subject, "patch_id": p.patch_id, "name": p.name, "files": p.files}
+                    for p in patches],
+    }
+
+
+def plan_series(applied: list[str], wanted: list[str]) -> tuple[str, list[int]]:
+    """Compare recorded patch-ids with the wanted series.
+
+    Returns (action, indexes to apply): ``noop`` when equal, ``extend`` when the applied
+    series is a prefix of the wanted one, ``reset`` otherwise (revert all, apply all)."""
+    if applied == wanted:
+        return "noop", []
+    if len(applied) < len(wanted) and wanted[: len(applied)] == applied:
+        return "extend", list(range(len(applied), len(wanted)))
+    return "reset", list(range(len(wanted)))
+
+
+_PATCH_FAIL_FILE = re.compile(r"^patching file '?([^'\n]+?)'?$", re.M)
+_GIT_FAIL = re.compile(r"(?:error: patch failed: ([^:\s]+):\d+|CONFLICT \([^)]*\): Merge conflict in (\S+)"
+                       r"|error: ([^:\s]+): does not exist in index|error: ([^:\s]+): No such file)")
+
+
+def failed_files_patch(output: str) -> list[str]:
+    """Files GNU patch could not patch, from its (dry-run) output."""
+    failed: list[str] = []
+    current = None
+    for line in output.splitlines():
+        m = _PATCH_FAIL_FILE.match(line)
+        if m:
+            current = m.group(1)
+            continue
+        if current and ("FAILED" in line or "saving rejects" in line or "Reversed (or previously applied)" in line):
+            if current not in failed:
+                failed.append(current)
+        m2 = re.match(r"^can't find file to patch|^No file to patch", line)
+        if m2 and "(missing)" not in failed:
+            failed.append("(missing file)")
+    for m in re.finditer(r"\|--- a/(\S+)", output):
+        if "(missing file)" in failed:
+            failed[failed.index("(missing file)")] = m.group(1)
+    return failed
+
+
+def failed_files_git(output: str) -> list[str]:
+    files: list[str] = []
+    for m in _GIT_FAIL.finditer(output):
+        f = next(g for g in m.groups() if g)
+        if f not in files:
+            files.append(f)
+    return files
+
+
+# --------------------------------------------------------------------------- kconfig
+
+
+def parse_config(text: str) -> dict[str, str]:
+    """A .config or fragment as {CONFIG_X: value}; '# CONFIG_X is not set' -> 'n'."""
+    out: dict[str, str] = {}
+    for raw in text.splitlines():
+        line = raw.strip()
+        m = _CONFIG_SET.match(line)
+        if m:
+            out[m.group(1)] = m.group(2)
+            continue
+        m = _CONFIG_UNSET.match(line)
+        if m:
+            out[m.group(1)] = "n"
+    return out
+
+
+def normalize_options(options: dict) -> dict[str, str]:
+    """User-given options ({'BPF_JIT': True, 'CONFIG_NR_CPUS': 4, 'X': 'm'}) as .config values."""
+    out: dict[str, str] = {}
+    for key, value in options.items():
+        name = str(key)
+        if not name.startswith("CONFIG_"):
+            name = "CONFIG_" + name
+        if not re.fullmatch(r"CONFIG_[A-Za-z0-9_]+", name):
+            raise KernelError(f"config option name {key!r} is not a Kconfig symbol")
+        if value is True:
+            val = "y"
+        elif value is False or value is None:
+            val = "n"
+        elif isinstance(value, int):
+            val = str(value)
+        else:
+            val = str(value)
+            if val not in ("y", "m", "n") and not re.fullmatch(r"-?\d+|0x[0-9a-fA-F]+|\".*\"", val):
+                val = json.dumps(val)
+        out[name] = val
+    return out
+
+
+def fragment_text(options: dict[str, str]) -> str:
+    return "".join(f"# {k} is not set\n" if v == "n" else f"{k}={v}\n" for k, v in options.items())
+
+
+def dropped_options(requested: dict[str, str], final: dict[str, str]) -> list[dict]:
+    """Requested options that do not stand in the final config as asked."""
+    dropped = []
+    for name, want in requested.items():
+        got = final.get(name, "n")
+        if want == got:
+            continue
+        dropped.append({"option": name, "requested": want, "final": got if name in final else "absent"})
+    return dropped
+
+
+def _kconfig_index(srctree: str) -> dict[str, list[str]]:
+    """{SYMBOL: [block text, ...]} for every 'config SYMBOL' in the tree's Kconfig files."""
+    index: dict[str, list[str]] = {}
+    for root, dirs, files in os.walk(srctree):
+        dirs[:] = [d for d in dirs if not d.startswith(".") and d not in ("Documentation", "tools", "samples")]
+        for fname in files:
+            if not fname.startswith("Kconfig"):
+                continue
+            try:
+                with open(os.path.join(root, fname), errors="replace") as fh:
+                    text = fh.read()
+            except OSError:
+                continue
+            for m in re.finditer(r"^(?:menu)?config\s+(\w+)\s*\n(.*?)(?=^\S|\Z)", text, re.M | re.S):
+                index.setdefault(m.group(1), []).append(m.group(2))
+    return index
+
+
+def _unmet(expr: str, final: dict[str, str]) -> list[str]:
+    """Symbols in a depends-on expression that are off in the final config (a heuristic, not a Kconfig solver)."""
+    unmet = []
+    for alt in expr.split("||"):
+        syms = re.findall(r"!?\b([A-Z][A-Z0-9_]+)\b", alt)
+        negs = set(re.findall(r"!\s*([A-Z][A-Z0-9_]+)", alt))
+        bad = []
+        for s in syms:
+            on = final.get("CONFIG_" + s, "n") not in ("n", "")
+            if (s in negs and on) or (s not in negs and not on):
+                bad.append(("!" if s in negs else "") + s + ("=y" if on else "=n"))
+        if not bad:
+            return []
+        unmet.extend(b for b in bad if b not in unmet)
+    return unmet
+
+
+def kconfig_reasons(srctree: str, dropped: list[dict], final: dict[str, str]) -> list[dict]:
+    """Annotate dropped options with why Kconfig dropped them, when the tree can tell."""
+    index = _kconfig_index(srctree) if dropped else {}
+    out = []
+    for item in dropped:
+        sym = item["option"][len("CONFIG_"):]
+        blocks = index.get(sym)
+        reason = ""
+        if not blocks:
+            reason = f"no 'config {sym}' in any Kconfig of this tree (misspelt or not in this version)"
+        else:
+            deps = []
+            for block in blocks:
+                deps += [d.strip() for d in re.findall(r"^\s*depends on\s+(.+)$", block, re.M)]
+            unmet = []
+            for dep in deps:
+                unmet += [u for u in _unmet(dep, final) if u not in unmet]
+            prompt = any(re.search(r"^\s*(bool|tristate|string|int|hex)\s+\"", b, re.M) or
+                         re.search(r"^\s*prompt\s", b, re.M) for b in blocks)
+            if unmet:
+                reason = "unmet dependencies: " + ", ".join(unmet) + " (depends on: " + "; ".join(deps) + ")"
+            elif not prompt:
+                reason = "no prompt: the symbol is only set by 'select' from other options"
+            elif item["requested"] == "m" and final.get("CONFIG_MODULES", "n") != "y":
+                reason = "requested as module but CONFIG_MODULES is off"
+            else:
+                reason = "Kconfig chose another value (range, choice group or a select)"
+        out.append({**item, "reason": reason})
+    return out
+
+
+# --------------------------------------------------------------------------- build
+
+
+def build_key(source_id: str, patch_ids: list[str], config_text: str, variant: str, targets: list[str]) -> str:
+    """sha256 of everything that decides the build output."""
+    h = hashlib.sha256()
+    for part in (source_id, "\n".join(patch_ids), config_text, variant, " ".join(sorted(targets))):
+        h.update(part.encode())
+        h.update(b"\0")
+    return h.hexdigest()
+
+
+def localversion(variant: str) -> str:
+    if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_.+-]{0,31}", variant):
+        raise KernelError(f"variant name {variant!r} must be 1-32 characters of [A-Za-z0-9_.+-]")
+    return "-" + variant

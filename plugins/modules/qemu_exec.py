@@ -1,0 +1,284 @@
+#!/usr/bin/python
+# Copyright: xdplab.testbed contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+---
+module: qemu_exec
+short_description: Boot a kernel under QEMU, run one command inside, return its output
+description:
+  - Boots an x86 bzImage (for example one the M(xdplab.testbed.kernel_patch)/C(kernel) role built) under QEMU,
+    with either the host's root file system shared read-only over virtio-9p or a generated busybox initramfs,
+    runs O(command) with C(/bin/sh) inside the guest and returns its stdout, stderr and exit status.
+  - The serial console is captured to a log file whose path is returned.
+  - KVM is used when O(accel=auto) and a short probe of C(/dev/kvm) succeeds (the probe runs in a child process
+    with a deadline, because /dev/kvm can hang on nested setups); otherwise TCG.
+  - The guest is killed at O(timeout); no QEMU process outlives the task.
+  - This is the test host for features the controller's kernel lacks (pktgen, netdevsim).
+version_added: "0.1.0"
+author: xdplab.testbed contributors
+options:
+  kernel:
+    description: Path of the bzImage to boot.
+    type: path
+    required: true
+  command:
+    description: Shell command (C(/bin/sh) syntax) run inside the guest as root.
+    type: str
+    required: true
+  rootfs:
+    description:
+      - V(host9p) boots with the host's C(/) as a read-only 9p root (host binaries, python3, the collection).
+      - V(initramfs) boots a generated busybox-static initramfs; the host root is mounted read-only at C(/host).
+    type: str
+    choices: [host9p, initramfs]
+    default: host9p
+  accel:
+    description: V(auto) probes KVM and falls back to TCG.
+    type: str
+    choices: [auto, kvm, tcg]
+    default: auto
+  kvm_probe_timeout:
+    description: Seconds the KVM probe may take before KVM is declared unusable.
+    type: float
+    default: 3.0
+  memory:
+    description: Guest memory in MiB.
+    type: int
+    default: 1024
+  cpus:
+    description: Guest vCPUs.
+    type: int
+    default: 2
+  append:
+    description: Extra kernel command line.
+    type: str
+    default: ""
+  environment:
+    description: Environment variables exported before O(command) runs.
+    type: dict
+    default: {}
+  chdir:
+    description: Directory (in the guest) the command runs in.
+    type: str
+    default: /
+  shares:
+    description: Extra host directories shared over virtio-9p.
+    type: list
+    elements: dict
+    default: []
+    suboptions:
+      path:
+        description: Host directory.
+        type: path
+        required: true
+      tag:
+        description: 9p mount tag (at most 31 characters).
+        type: str
+        required: true
+      mount:
+        description: Mount point in the guest (created on tmpfs paths such as C(/run/...) or C(/tmp/...)).
+        type: str
+        required: true
+      readonly:
+        description: Share read-only.
+        type: bool
+        default: true
+  timeout:
+    description: Seconds before the guest is killed and the task fails with RV(timed_out=true).
+    type: int
+    default: 600
+  rundir:
+    description:
+      - Directory for the init script, the output share and the console log. Must not be under C(/tmp) or
+        C(/run) (the guest mounts tmpfs there). A fresh directory under C(/var/lib/xdplab/qemu) when omitted.
+    type: path
+  fail_on_rc:
+    description: Fail the task when the command's exit status is not 0.
+    type: bool
+    default: true
+attributes:
+  check_mode:
+    support: none
+    description: Running a command in a guest cannot be predicted; the module always runs.
+  diff_mode:
+    support: none
+requirements:
+  - qemu-system-x86 (Debian package)
+  - busybox-static (Debian package)
+notes:
+  - The guest kernel needs virtio-pci, 9p over virtio, a serial console and ACPI (the C(vm.config) fragment in
+    files/kconfig).
+"""
+
+EXAMPLES = r"""
+- name: Run pktgen inside the guest kernel
+  xdplab.testbed.qemu_exec:
+    kernel: /var/cache/xdplab/kernel/builds/patched/bzImage
+    command: cat /proc/net/pktgen/pgctrl
+  register: guest
+
+- name: Run tests inside the guest from the checkout
+  xdplab.testbed.qemu_exec:
+    kernel: "{{ guest_kernel }}"
+    chdir: /work/main
+    command: .venv/bin/pytest -q tests/qemu
+    timeout: 900
+"""
+
+RETURN = r"""
+rc:
+  description: Exit status of the command inside the guest; null when it never finished.
+  returned: always
+  type: int
+  sample: 0
+stdout:
+  description: Standard output of the command.
+  returned: always
+  type: str
+  sample: "6.1.192-xdplab\n"
+stderr:
+  description: Standard error of the command.
+  returned: always
+  type: str
+  sample: ""
+console_log:
+  description: Path of the serial console log on the host.
+  returned: always
+  type: str
+  sample: /var/lib/xdplab/qemu/run-x1y2/console.log
+accel:
+  description: Accelerator used (kvm or tcg), and why when KVM was not used.
+  returned: always
+  type: str
+  sample: tcg
+accel_reason:
+  description: Result of the KVM probe.
+  returned: always
+  type: str
+  sample: KVM probe did not answer within 3.0s (hung /dev/kvm)
+timed_out:
+  description: The guest was killed at the deadline.
+  returned: always
+  type: bool
+  sample: false
+duration_s:
+  description: Wall-clock seconds from QEMU start to exit.
+  returned: always
+  type: float
+  sample: 21.4
+qemu_argv:
+  description: The QEMU command line used.
+  returned: always
+  type: list
+  elements: str
+  sample: [qemu-system-x86_64, -machine, pc]
+"""
+
+import os
+import tempfile
+import traceback
+
+from ansible.module_utils.basic import AnsibleModule
+from ansible_collections.xdplab.testbed.plugins.module_utils import _qemu
+
+
+def main() -> None:
+    module = AnsibleModule(
+        argument_spec=dict(
+            kernel=dict(type="path", required=True),
+            command=dict(type="str", required=True),
+            rootfs=dict(type="str", choices=["host9p", "initramfs"], default="host9p"),
+            accel=dict(type="str", choices=["auto", "kvm", "tcg"], default="auto"),
+            kvm_probe_timeout=dict(type="float", default=3.0),
+            memory=dict(type="int", default=1024),
+            cpus=dict(type="int", default=2),
+            append=dict(type="str", default=""),
+            environment=dict(type="dict", default={}),
+            chdir=dict(type="str", default="/"),
+            shares=dict(
+                type="list",
+                elements="dict",
+                default=[],
+                options=dict(
+                    path=dict(type="path", required=True),
+                    tag=dict(type="str", required=True),
+                    mount=dict(type="str", required=True),
+                    readonly=dict(type="bool", default=True),
+                ),
+            ),
+            timeout=dict(type="int", default=600),
+            rundir=dict(type="path"),
+            fail_on_rc=dict(type="bool", default=True),
+        ),
+        supports_check_mode=False,
+    )
+    p = module.params
+    try:
+        qemu = module.get_bin_path("qemu-system-x86_64", required=True)
+        busybox = next((b for b in _qemu.BUSYBOX_CANDIDATES if os.path.isfile(b)), None)
+        if busybox is None:
+            module.fail_json(msg="busybox not found (install busybox-static): the guest init uses it to power off")
+        rundir = p["rundir"]
+        if rundir:
+            real = os.path.realpath(rundir)
+            if real in ("/tmp", "/run") or real.startswith(("/tmp/", "/run/")):  # noqa: S108 - a check, not a use
+                module.fail_json(msg=f"rundir {rundir!r} is under /tmp or /run, which the guest mounts over")
+            os.makedirs(rundir, exist_ok=True)
+        else:
+            os.makedirs("/var/lib/xdplab/qemu", exist_ok=True)
+            rundir = tempfile.mkdtemp(prefix="run-", dir="/var/lib/xdplab/qemu")
+        if p["accel"] == "auto":
+            ok, reason = _qemu.probe_kvm(p["kvm_probe_timeout"])
+            accel = "kvm" if ok else "tcg"
+        else:
+            accel, reason = p["accel"], "requested"
+        spec = _qemu.GuestSpec(
+            kernel=p["kernel"],
+            command=p["command"],
+            rundir=rundir,
+            rootfs=p["rootfs"],
+            accel=accel,
+            memory_mb=p["memory"],
+            cpus=p["cpus"],
+            append=p["append"],
+            env={str(k): str(v) for k, v in p["environment"].items()},
+            shares=[_qemu.Share(**s) for s in p["shares"]],
+            chdir=p["chdir"],
+            qemu=qemu,
+            busybox=busybox,
+        )
+        try:
+            res = _qemu.run(spec, timeout=p["timeout"])
+        except _qemu.QemuError as exc:
+            module.fail_json(msg=str(exc))
+        result = dict(
+            changed=True,
+            rc=res.rc,
+            stdout=res.stdout,
+            stderr=res.stderr,
+            stdout_lines=res.stdout.splitlines(),
+            console_log=res.console_log,
+            accel=accel,
+            accel_reason=reason,
+            timed_out=res.timed_out,
+            duration_s=res.duration_s,
+            qemu_argv=res.argv,
+            qemu_rc=res.qemu_rc,
+        )
+        if res.timed_out:
+            module.fail_json(msg=f"guest did not finish within {p['timeout']}s; killed. Console tail:\n"
+                             + _qemu.console_tail(res.console_log), **result)
+        if res.rc is None:
+            module.fail_json(msg="guest exited without running the command to completion (no exit status). "
+                             "Console tail:\n" + _qemu.console_tail(res.console_log), **result)
+        if res.rc != 0 and p["fail_on_rc"]:
+            module.fail_json(msg=f"command exited with status {res.rc} inside the guest", **result)
+        module.exit_json(**result)
+    except Exception as exc:  # noqa: BLE001 - one top-level handler, as the collection's modules do
+        module.fail_json(msg=f"qemu_exec failed: {exc}", exception=traceback.format_exc())
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,138 @@
+"""Unit tests for the private _kernel helpers: patch parsing, series planning, Kconfig checks, build keys."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+from ansible_collections.xdplab.testbed.plugins.module_utils import _kernel
+
+FIXTURE = Path(__file__).resolve().parents[2] / "files" / "patches" / "fixture"
+
+
+def _fixture_texts():
+    return [p.read_text() for p in sorted(FIXTURE.glob("*.patch"))]
+
+
+def test_fixture_series_subjects_and_files():
+    texts = _fixture_texts()
+    assert len(texts) == 2
+    assert _kernel.patch_subject(texts[0], "x") == "pktgen: show an xdplab fixture marker in pgctrl"
+    assert _kernel.patch_subject(texts[1], "x") == "docs: pktgen: mention the xdplab fixture marker"
+    assert _kernel.patch_files(texts[0]) == ["net/core/pktgen.c"]
+    assert _kernel.patch_files(texts[1]) == ["Documentation/networking/pktgen.rst"]
+
+
+def test_split_mbox_of_concatenated_series():
+    texts = _fixture_texts()
+    parts = _kernel.split_mbox("".join(texts))
+    assert parts == texts
+    assert _kernel.split_mbox("--- a/x\n+++ b/x\n") == ["--- a/x\n+++ b/x\n"]
+
+
+def test_subject_folded_and_fallback():
+    text = "From: a\nSubject: [PATCH net-next v2 3/7] net: a very\n long subject\n\n--- a/f\n+++ b/f\n"
+    assert _kernel.patch_subject(text, "fb") == "net: a very long subject"
+    assert _kernel.patch_subject("--- a/f\n+++ b/f\n", "file.diff") == "file.diff"
+
+
+def test_patch_files_new_and_deleted():
+    text = "--- /dev/null\n+++ b/new.c\n--- a/old.c\n+++ /dev/null\n"
+    assert _kernel.patch_files(text) == ["new.c", "old.c"]
+    with pytest.raises(_kernel.KernelError, match="no diff"):
+        _kernel.patch_files("Subject: nothing\n")
+
+
+@pytest.mark.parametrize(
+    ("applied", "wanted", "expected"),
+    [
+        ([], [], ("noop", [])),
+        (["a", "b"], ["a", "b"], ("noop", [])),
+        (["a"], ["a", "b", "c"], ("extend", [1, 2])),
+        (["a", "b"], ["a"], ("reset", [0])),
+        (["b", "a"], ["a", "b"], ("reset", [0, 1])),
+        (["a"], [], ("reset", [])),
+    ],
+)
+def test_plan_series(applied, wanted, expected):
+    assert _kernel.plan_series(applied, wanted) == expected
+
+
+def test_failed_files_from_gnu_patch_output():
+    out = ("checking file Documentation/networking/pktgen.rst\n"
+           "checking file net/core/pktgen.c\nHunk #1 FAILED at 514.\n1 out of 1 hunk FAILED\n")
+    out = out.replace("checking file", "patching file")
+    assert _kernel.failed_files_patch(out) == ["net/core/pktgen.c"]
+    missing = ("can't find file to patch at input line 5\nPerhaps you used the wrong -p or --strip option?\n"
+               "|--- a/net/core/nothere.c\n")
+    assert _kernel.failed_files_patch(missing) == ["net/core/nothere.c"]
+
+
+def test_failed_files_from_git_am_output():
+    out = ("Applying: pktgen: x\nerror: patch failed: net/core/pktgen.c:514\n"
+           "error: net/core/pktgen.c: patch does not apply\nCONFLICT (content): Merge conflict in net/core/dev.c\n")
+    assert _kernel.failed_files_git(out) == ["net/core/pktgen.c", "net/core/dev.c"]
+
+
+def test_parse_config_and_dropped():
+    final = _kernel.parse_config("CONFIG_A=y\n# CONFIG_B is not set\nCONFIG_C=m\nCONFIG_S=\"x y\"\n# comment\n")
+    assert final == {"CONFIG_A": "y", "CONFIG_B": "n", "CONFIG_C": "m", "CONFIG_S": '"x y"'}
+    req = _kernel.normalize_options({"A": True, "CONFIG_B": True, "C": "y", "D": False, "S": "x y", "N": 4})
+    assert req == {"CONFIG_A": "y", "CONFIG_B": "y", "CONFIG_C": "y", "CONFIG_D": "n", "CONFIG_S": '"x y"',
+                   "CONFIG_N": "4"}
+    dropped = _kernel.dropped_options(req, final)
+    assert [d["option"] for d in dropped] == ["CONFIG_B", "CONFIG_C", "CONFIG_N"]
+    assert dropped[0] == {"option": "CONFIG_B", "requested": "y", "final": "n"}
+    assert dropped[2]["final"] == "absent"
+    with pytest.raises(_kernel.KernelError, match="'BAD-NAME'"):
+        _kernel.normalize_options({"BAD-NAME": True})
+
+
+def test_fragment_text_round_trip():
+    opts = {"CONFIG_A": "y", "CONFIG_B": "n", "CONFIG_N": "4"}
+    assert _kernel.parse_config(_kernel.fragment_text(opts)) == opts
+
+
+def test_kconfig_reasons_on_a_small_tree(tmp_path):
+    (tmp_path / "Kconfig").write_text(
+        "config MODULES\n\tbool \"modules\"\n\n"
+        "config BPF_JIT\n\tbool \"BPF JIT\"\n\tdepends on BPF\n\tdepends on HAVE_EBPF_JIT || HAVE_CBPF_JIT\n"
+        "\tdepends on MODULES\n\n"
+        "config HIDDEN\n\tbool\n\n"
+        "config FOO\n\ttristate \"foo\"\n"
+    )
+    final = {"CONFIG_BPF": "y", "CONFIG_HAVE_EBPF_JIT": "y"}
+    dropped = [{"option": "CONFIG_BPF_JIT", "requested": "y", "final": "n"},
+               {"option": "CONFIG_HIDDEN", "requested": "y", "final": "absent"},
+               {"option": "CONFIG_NOPE", "requested": "y", "final": "absent"},
+               {"option": "CONFIG_FOO", "requested": "m", "final": "n"}]
+    reasons = {r["option"]: r["reason"] for r in _kernel.kconfig_reasons(str(tmp_path), dropped, final)}
+    assert reasons["CONFIG_BPF_JIT"].startswith("unmet dependencies: MODULES=n")
+    assert "only set by 'select'" in reasons["CONFIG_HIDDEN"]
+    assert "no 'config NOPE'" in reasons["CONFIG_NOPE"]
+    assert "CONFIG_MODULES is off" in reasons["CONFIG_FOO"]
+
+
+def test_build_key_changes_with_every_input():
+    base = ("src", ["p1", "p2"], "CONFIG_A=y\n", "patched", ["bzImage"])
+    key = _kernel.build_key(*base)
+    assert key == _kernel.build_key(*base)
+    for i, alt in enumerate(("src2", ["p1"], "CONFIG_A=n\n", "baseline", ["bzImage", "modules"])):
+        args = list(base)
+        args[i] = alt
+        assert _kernel.build_key(*args) != key
+
+
+def test_localversion_validates():
+    assert _kernel.localversion("patched") == "-patched"
+    with pytest.raises(_kernel.KernelError, match="'bad name'"):
+        _kernel.localversion("bad name")
+
+
+def test_series_record_shape():
+    p = _kernel.PatchInfo(index=1, name="0001.patch", subject="s", files=["f"], patch_id="ab" * 20)
+    rec = _kernel.series_record({"type": "debian"}, [p])
+    assert rec["schema"] == "xdplab.kernel-series/v1"
+    assert rec["series_id"] == _kernel.series_id(["ab" * 20])
+    assert rec["patches"][0]["subject"] == "s" and os.sep not in rec["patches"][0]["name"]

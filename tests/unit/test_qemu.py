@@ -1,0 +1,142 @@
+"""Unit tests for the private _qemu helpers (argv, init script, initramfs, validation)."""
+
+from __future__ import annotations
+
+import io
+import os
+import stat
+
+import pytest
+from ansible_collections.xdplab.testbed.plugins.module_utils import _qemu
+
+
+def _bzimage(tmp_path, good=True):
+    img = tmp_path / "bzImage"
+    data = bytearray(0x400)
+    if good:
+        data[0x202:0x206] = b"HdrS"
+    img.write_bytes(bytes(data))
+    return str(img)
+
+
+def _spec(tmp_path, **kw):
+    base = dict(kernel=_bzimage(tmp_path), command="uname -r", rundir=str(tmp_path / "run"))
+    base.update(kw)
+    return _qemu.GuestSpec(**base)
+
+
+def test_argv_tcg_host9p(tmp_path):
+    spec = _spec(tmp_path, memory_mb=512, cpus=2)
+    argv = _qemu.qemu_argv(spec, "/x/init.sh", "/x/console.log")
+    assert argv[argv.index("-accel") + 1] == "tcg"
+    assert argv[argv.index("-m") + 1] == "512"
+    assert argv[argv.index("-serial") + 1] == "file:/x/console.log"
+    append = argv[argv.index("-append") + 1]
+    assert "init=/x/init.sh" in append and "rootfstype=9p" in append and " ro " in append
+    virtfs = [argv[i + 1] for i, a in enumerate(argv) if a == "-virtfs"]
+    assert virtfs[0].startswith("local,path=/,mount_tag=/dev/root") and "readonly=on" in virtfs[0]
+    assert f"mount_tag={_qemu.OUT_TAG}" in virtfs[1] and "readonly" not in virtfs[1]
+    assert "-no-reboot" in argv and "-initrd" not in argv
+
+
+def test_argv_kvm_initramfs_and_shares(tmp_path):
+    share = tmp_path / "share"
+    share.mkdir()
+    spec = _spec(tmp_path, accel="kvm", rootfs="initramfs",
+                 shares=[_qemu.Share(path=str(share), tag="data", mount="/run/data", readonly=False)])
+    argv = _qemu.qemu_argv(spec, "/init", "/c.log", initrd="/r/initramfs.cpio")
+    assert argv[argv.index("-accel") + 1] == "kvm" and argv[argv.index("-cpu") + 1] == "host"
+    assert argv[argv.index("-initrd") + 1] == "/r/initramfs.cpio"
+    assert "rdinit=/init" in argv[argv.index("-append") + 1]
+    assert any(v.startswith(f"local,path={share},mount_tag=data,") and "readonly" not in v
+               for v in argv if v.startswith("local,"))
+
+
+def test_init_script_quotes_and_mounts(tmp_path):
+    spec = _spec(tmp_path, env={"FOO": "a b'c"}, chdir="/work/my dir",
+                 shares=[_qemu.Share(path=str(tmp_path), tag="t1", mount="/run/t 1")])
+    text = _qemu.init_script(spec)
+    assert text.startswith("#!/bin/sh\n")
+    assert "export FOO='a b'\"'\"'c'" in text
+    assert "cd '/work/my dir'" in text
+    assert "mount -t 9p -o trans=virtio,version=9p2000.L,msize=262144,ro t1 '/run/t 1'" in text
+    assert text.index("command.sh") < text.index("poweroff -f\n")
+    assert text.rstrip().endswith("$BB poweroff -f")
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "needle"),
+    [
+        ("rootfs", "nfs", "'nfs'"),
+        ("accel", "hvf", "'hvf'"),
+        ("memory_mb", 16, "16"),
+        ("cpus", 0, "0"),
+        ("command", "  ", "empty"),
+        ("env", {"1BAD": "x"}, "'1BAD'"),
+        ("shares", [_qemu.Share(path="/", tag=_qemu.OUT_TAG, mount="/x")], _qemu.OUT_TAG),
+        ("shares", [_qemu.Share(path="/", tag="ok", mount="rel")], "'rel'"),
+        ("shares", [_qemu.Share(path="/nonexistent-h5", tag="ok", mount="/x")], "/nonexistent-h5"),
+    ],
+)
+def test_validate_names_bad_value(tmp_path, field, value, needle):
+    spec = _spec(tmp_path, **{field: value})
+    with pytest.raises(_qemu.QemuError, match=needle.replace("'", "'")):
+        _qemu.validate_spec(spec)
+
+
+def test_validate_rejects_non_bzimage(tmp_path):
+    spec = _spec(tmp_path)
+    spec.kernel = _bzimage(tmp_path, good=False)
+    with pytest.raises(_qemu.QemuError, match="not an x86 bzImage"):
+        _qemu.validate_spec(spec)
+    spec.kernel = str(tmp_path / "missing")
+    with pytest.raises(_qemu.QemuError, match="does not exist"):
+        _qemu.validate_spec(spec)
+
+
+def _parse_newc(blob: bytes) -> dict[str, tuple[int, bytes]]:
+    out = {}
+    f = io.BytesIO(blob)
+    while True:
+        hdr = f.read(110)
+        assert hdr[:6] == b"070701"
+        fields = [int(hdr[6 + 8 * i: 14 + 8 * i], 16) for i in range(13)]
+        mode, filesize, namesize = fields[1], fields[6], fields[11]
+        name = f.read(namesize)[:-1].decode()
+        f.read(-(110 + namesize) % 4)
+        data = f.read(filesize)
+        f.read(-filesize % 4)
+        if name == "TRAILER!!!":
+            return out
+        out[name] = (mode, data)
+
+
+def test_initramfs_is_valid_newc(tmp_path):
+    bb = tmp_path / "busybox"
+    bb.write_bytes(b"\x7fELF-fake-busybox")
+    blob = _qemu.build_initramfs(str(bb), "#!/bin/busybox sh\necho hi\n")
+    assert len(blob) % 4 == 0
+    entries = _parse_newc(blob)
+    assert entries["init"][1].startswith(b"#!/bin/busybox sh")
+    assert stat.S_ISREG(entries["init"][0]) and entries["init"][0] & 0o111
+    assert entries["bin/busybox"][1] == b"\x7fELF-fake-busybox"
+    assert stat.S_ISLNK(entries["bin/sh"][0]) and entries["bin/sh"][1] == b"busybox"
+    assert stat.S_ISDIR(entries["proc"][0])
+
+
+def test_prepare_writes_rundir(tmp_path):
+    spec = _spec(tmp_path, command="echo hello")
+    os.makedirs(os.path.join(spec.rundir, "out"))
+    (tmp_path / "run" / "out" / "rc").write_text("7\n")  # stale result from an earlier run
+    argv, log = _qemu.prepare(spec)
+    assert log == os.path.join(spec.rundir, "console.log")
+    assert (tmp_path / "run" / "out" / "command.sh").read_text() == "echo hello\n"
+    assert not (tmp_path / "run" / "out" / "rc").exists()
+    assert os.access(tmp_path / "run" / "init.sh", os.X_OK)
+
+
+def test_console_tail(tmp_path):
+    log = tmp_path / "c.log"
+    log.write_text("".join(f"line{i}\n" for i in range(100)))
+    assert _qemu.console_tail(str(log), 3) == "line97\nline98\nline99\n"
+    assert _qemu.console_tail(str(tmp_path / "none")) == ""

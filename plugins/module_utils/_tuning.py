@@ -178,9 +178,11 @@ def _as_bool(group: str, key: Any, value: Any) -> bool:
     raise TuningInputError(f"{group} {key}: expected on/off (a boolean), got {value!r}")
 
 
-def _coerce(group: str, key: str, raw_key: Any, value: Any) -> int | bool:
+def _coerce(group: str, key: str, raw_key: Any, value: Any) -> int | bool | str:
     if key in BOOL_KEYS[group]:
         return _as_bool(group, raw_key, value)
+    if key in MAXIMA.get(group, {}) and isinstance(value, str) and value.strip().lower() == "max":
+        return "max"  # type: ignore[return-value]  # resolved against the device maximum by plan_nic
     if isinstance(value, bool):
         raise TuningInputError(f"{group} {raw_key}: expected a non-negative integer, got {value!r}")
     try:
@@ -212,7 +214,8 @@ def plan_nic(
 ) -> NicPlan:
     """Compare a canonical request with a raw read (see _ethtool.read_nic_raw) and plan the change.
 
-    ``mtu_info`` is {"mtu", "min_mtu", "max_mtu"} from rtnetlink.
+    ``mtu_info`` is {"mtu", "min_mtu", "max_mtu"} from rtnetlink.  A ring or
+    channel value ``"max"`` means the device maximum.
     Out-of-range values, unknown feature and private-flag names are errors
     (bad input, always fatal); settings the device lacks are ``unsupported``
     (fatal, a warning or skipped per on_unsupported, decided by the caller).
@@ -237,6 +240,8 @@ def plan_nic(
             max_key = MAXIMA.get(group, {}).get(key)
             if max_key is not None:
                 maximum = have.get(max_key, 0)
+                if value == "max":
+                    value = maximum
                 if maximum == 0 and value != 0:
                     plan.unsupported.append(Unsupported(
                         group, key, f"{interface}: {group} {key} is not supported by the device (maximum 0)"))
@@ -401,17 +406,28 @@ class SnapshotStore:
 
     def save(self, key: str, kind: str, subject: str, state: dict[str, Any],
              mover: Callable[[str, str], Any] | None = None) -> tuple[bool, dict[str, Any]]:
-        """Write the snapshot unless one exists; return (written, document in effect)."""
+        """Record ``state`` unless recorded already; return (written, document in effect).
+
+        A key of ``state`` already in the snapshot keeps its first value (a
+        second snapshot never overwrites the first); keys seen for the first
+        time are added, so a later call that touches more settings can still
+        be restored exactly.
+        """
         existing = self.load(key)
         if existing is not None:
-            return False, existing
-        doc = {
-            "schema": SNAPSHOT_SCHEMA,
-            "kind": kind,
-            "subject": subject,
-            "created": datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
-            "state": state,
-        }
+            new = {k: v for k, v in state.items() if k not in existing["state"]}
+            if not new:
+                return False, existing
+            doc = dict(existing)
+            doc["state"] = {**existing["state"], **new}
+        else:
+            doc = {
+                "schema": SNAPSHOT_SCHEMA,
+                "kind": kind,
+                "subject": subject,
+                "created": datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
+                "state": state,
+            }
         os.makedirs(self.state_dir, mode=0o700, exist_ok=True)
         fd, tmp = tempfile.mkstemp(prefix=f".{key}.", suffix=".tmp", dir=self.state_dir)
         try:

@@ -47,11 +47,12 @@ options:
     type: dict
   ring:
     description:
-      - Ring sizes C(rx), C(rx_mini), C(rx_jumbo), C(tx) (checked against the device maxima),
+      - Ring sizes C(rx), C(rx_mini), C(rx_jumbo), C(tx) (checked against the device maxima; C(max) means the maximum),
         C(rx_buf_len), C(cqe_size), C(tx_push), C(rx_push).
     type: dict
   channels:
-    description: Queue counts C(rx), C(tx), C(other), C(combined) (checked against the device maxima).
+    description:
+      - Queue counts C(rx), C(tx), C(other), C(combined) (checked against the device maxima; C(max) means the maximum).
     type: dict
   pause:
     description: Ethernet flow control C(autoneg), C(rx), C(tx) (booleans).
@@ -73,7 +74,7 @@ options:
     description:
       - What to do with a setting the device does not support (group or key missing, feature fixed).
       - C(fail) fails naming the device and the setting and applies nothing; C(warn) skips it with a warning;
-        C(skip) skips it and lists it in RV(skipped).
+        C(skip) skips it and lists it in RV(skipped_settings).
       - Invalid values (above a maximum, unknown names) always fail.
     type: str
     choices: [fail, warn, skip]
@@ -137,7 +138,7 @@ before:
   returned: always
   type: dict
   sample: {"channels": {"rx": 4}, "features": {"rx-gro": false}}
-skipped:
+skipped_settings:
   description: Messages for unsupported settings skipped under I(on_unsupported=warn) or C(skip).
   returned: always
   type: list
@@ -245,7 +246,7 @@ def run(module: AnsibleModule) -> dict[str, Any]:
     store = _tuning.SnapshotStore(p["state_dir"])
     key = p["snapshot_key"] or _tuning.default_key("nic", ifname)
     result: dict[str, Any] = {
-        "changed": False, "interface": ifname, "changes": {}, "before": {}, "skipped": [], "mismatched": {},
+        "changed": False, "interface": ifname, "changes": {}, "before": {}, "skipped_settings": [], "mismatched": {},
         "snapshot_path": store.path(key), "snapshot_created": False, "snapshot_removed": False,
     }
     snapshot_doc = None
@@ -268,7 +269,7 @@ def run(module: AnsibleModule) -> dict[str, Any]:
         for msg in soft:
             if on_unsupported == "warn":
                 module.warn(msg)
-        result["skipped"] = soft
+        result["skipped_settings"] = soft
         result.update(changes=plan.changes, before=plan.before, changed=plan.changed)
 
         if not module.check_mode:

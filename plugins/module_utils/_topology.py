@@ -295,22 +295,19 @@ def _plan_present(topo: Topology, live: dict[str, Any]) -> list[Action]:
             actions += [Action("create_netns", ns), Action("lo_up", ns)]
         elif not state.get("lo_up"):
             actions.append(Action("lo_up", ns))
-    # Deleting a wrong interface can take a good pair's end with it (it may be that end's peer):
-    # find every pair to (re)create first, on a working copy, until nothing else breaks.
+    # Deleting a wrong end also deletes its veth peer, which may be an end of another link of the spec:
+    # track deletions on a working copy so no interface is deleted twice. (A good pair never loses an end
+    # this way: its ends are each other's peers, and an interface belongs to one link only.)
     work = copy.deepcopy(live)
     fresh: set[str] = set()
-    growing = True
-    while growing:
-        growing = False
-        for link in topo.links:
-            if link.name in fresh or _pair_ok(link, work):
-                continue
-            fresh.add(link.name)
-            growing = True
-            for e in link.ends:
-                if ((work.get(e.netns) or {}).get("links") or {}).get(e.ifname):
-                    actions.append(Action("delete_link", e.netns, e.ifname, link=link))
-                    _drop(work, e.netns, e.ifname)
+    for link in topo.links:
+        if _pair_ok(link, live):
+            continue
+        fresh.add(link.name)
+        for e in link.ends:
+            if ((work.get(e.netns) or {}).get("links") or {}).get(e.ifname):
+                actions.append(Action("delete_link", e.netns, e.ifname, link=link))
+                _drop(work, e.netns, e.ifname)
     for link in topo.links:
         if link.name in fresh:
             actions.append(Action("create_veth", link.a.netns, link.a.ifname, value=link.b, link=link))

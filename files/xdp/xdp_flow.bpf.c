@@ -9,7 +9,7 @@
  * entry's ifindex), counting the entry's packets/bytes with atomic adds.
  * A miss (or a frame that is not IPv4/IPv6) takes the action configured in
  * xdplab_flow_cfg[0] (XDP_PASS until configured). Hits and misses are
- * counted per CPU in xdplab_flow_stats[0] and [1]; every verdict in
+ * counted per CPU in xdplab_flow_cnt[0] and [1]; every verdict in
  * xdplab_stats like every other program.
  */
 #include <linux/in.h>
@@ -49,7 +49,7 @@ struct {
 	__uint(max_entries, 2);
 	__type(key, __u32);
 	__type(value, struct xdplab_counter);
-} xdplab_flow_stats SEC(".maps");
+} xdplab_flow_cnt SEC(".maps");
 
 /* Fill key from the frame; returns 0 on success, -1 if not IPv4/IPv6. */
 static __always_inline int parse_flow(void *data, void *data_end,
@@ -143,7 +143,7 @@ static __always_inline int flow_verdict(struct xdp_md *ctx, __u32 action,
 
 static __always_inline void flow_count(__u32 idx, __u64 len)
 {
-	struct xdplab_counter *c = bpf_map_lookup_elem(&xdplab_flow_stats, &idx);
+	struct xdplab_counter *c = bpf_map_lookup_elem(&xdplab_flow_cnt, &idx);
 
 	if (c) {
 		c->packets++;

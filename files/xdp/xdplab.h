@@ -104,7 +104,7 @@ struct xdplab_flow_cfg {
 	__u32 pad;
 };
 
-/* Index into xdplab_flow_stats (per-CPU struct xdplab_counter). */
+/* Index into xdplab_flow_cnt (per-CPU struct xdplab_counter). */
 #define XDPLAB_FLOW_HIT 0
 #define XDPLAB_FLOW_MISS 1
 

@@ -352,7 +352,7 @@ class XdpProg:
         try:
             for entry in self.p["map_entries"]:
                 name = entry["map"]
-                info = infos.get(name)
+                info = infos.get(name[:_bpf.BPF_OBJ_NAME_LEN - 1])  # the kernel keeps 15 characters
                 if info is None:
                     raise _xdp.XdpError(f"map {name!r} not in the program (maps: {', '.join(sorted(infos))})")
                 if info.type_name.startswith("percpu") or info.type_name.startswith("lru_percpu"):

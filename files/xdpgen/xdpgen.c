@@ -120,7 +120,7 @@ static void usage(FILE *out)
 		"  -d, --duration SEC   send for SEC seconds (default 5; excl. --count)\n"
 		"  -t, --threads N      sending threads, one per CPU (default 1)\n"
 		"  -c, --cpu N          first CPU; thread i runs on CPU N+i (default 0)\n"
-		"  -b, --batch N        packets per BPF_PROG_RUN call (default 1024)\n"
+		"  -b, --batch N        packets per BPF_PROG_RUN call (default 65536)\n"
 		"  -k, --kernel-batch N frames per kernel-side batch, 1..%d (default 64)\n"
 		"      --dst-mac MAC    destination MAC (default ff:ff:ff:ff:ff:ff)\n"
 		"      --src-mac MAC    source MAC (default IFACE's address)\n"
@@ -262,7 +262,7 @@ static void parse_args(int argc, char **argv, struct config *c)
 	c->pkt_size = 64;
 	c->duration = 5.0;
 	c->threads = 1;
-	c->batch = 1024;
+	c->batch = 65536;
 	c->kernel_batch = 64;
 	memset(c->dst_mac, 0xff, 6);
 	inet_pton(AF_INET, "198.18.0.1", &c->src_ip);

@@ -1,0 +1,329 @@
+# Copyright (c) xdplab.testbed contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+#
+# PRIVATE to the xdplab.testbed collection: not a public API, may change without notice.
+#
+# Reports from result records: the data (sweep rows, A/B comparisons, noise,
+# environment block) and its renderings: plain text for a mailing-list cover
+# letter (environment first), Markdown, CSV and PNG (matplotlib, Agg backend).
+# Files are written atomically by the caller through _records_io.atomic_write.
+"""Report building and rendering for xdplab.testbed results."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from typing import Any
+
+from ansible_collections.xdplab.testbed.plugins.module_utils._compare import (
+    METHOD_TEXT,
+    compare_records,
+    match,
+    noise,
+    sweep_tables,
+)
+from ansible_collections.xdplab.testbed.plugins.module_utils._records_io import load_results
+
+FORMATS = ("text", "markdown", "csv", "png")
+
+
+# ------------------------------------------------------------------- data
+
+def build(results: list[str], *, baseline_variant: str | None = None,
+          candidate_variant: str | None = None, allow_incomplete: bool = False) -> dict:
+    """Report data for one results path (sweeps) or two (A/B comparison)."""
+    if not results or len(results) > 2:
+        raise ValueError(f"results must be one path or a list of two, got {results!r}")
+    sets = [load_results(p, allow_incomplete=allow_incomplete) for p in results]
+    all_records = [r for s in sets for r in s]
+    report: dict[str, Any] = {
+        "results": list(results),
+        "records": len(all_records),
+        "incomplete": sorted({r["_path"] for r in all_records if r.get("incomplete")}),
+        "environment": _first_env(sets[0]),
+        "noise": noise(all_records),
+    }
+    if len(sets) == 2 or baseline_variant or candidate_variant:
+        base = sets[0]
+        cand = sets[1] if len(sets) == 2 else sets[0]
+        pairs, unmatched = match(base, cand, base_variant=baseline_variant,
+                                 cand_variant=candidate_variant, base_where=results[0],
+                                 cand_where=results[-1])
+        report["comparisons"] = [compare_records(b, c) for b, c in pairs]
+        report["unmatched"] = unmatched
+        report["candidate_environment"] = _first_env([c for _, c in pairs])
+        report["environment_diff"] = report["comparisons"][0]["environment_diff"]
+        report["rows"] = [_row_from_cmp(c) for c in report["comparisons"]]
+    else:
+        report["sweeps"] = sweep_tables(sets[0])
+        report["rows"] = [{k: row[k] for k in ("params", "pps", "ns_per_packet", "delta_prev_ns",
+                                                  "delta_base_ns", "n")} | {"scenario": t["scenario"],
+                                                                          "variant": t["variant"]}
+                          for t in report["sweeps"] for row in t["rows"]]
+    return report
+
+
+def _first_env(records: list[dict]) -> dict:
+    for r in records:
+        if r.get("environment"):
+            return r["environment"]
+    return {}
+
+
+def _row_from_cmp(c: dict) -> dict:
+    """A/B comparison as report rows: baseline row then the candidate with its delta."""
+    return {"scenario": c["scenario"], "params": c["params"], "variant": c["candidate"]["variant"],
+            "pps": c["candidate"]["mean"], "ns_per_packet": c["candidate"]["ns_per_packet"],
+            "delta_prev_ns": c["delta_ns_per_packet"], "delta_base_ns": c["delta_ns_per_packet"],
+            "n": c["candidate"]["n"], "baseline_pps": c["baseline"]["mean"],
+            "baseline_ns_per_packet": c["baseline"]["ns_per_packet"], "baseline_n": c["baseline"]["n"],
+            "ci95_ns": c["ci95_ns"], "significant": c["significant"]}
+
+
+# ----------------------------------------------------------------- helpers
+
+def _f2(v: float | None) -> str:
+    return "-" if v is None else f"{v:.2f}"
+
+
+def _csv2(v: float | None) -> str:
+    return "" if v is None else f"{v:.2f}"
+
+
+def _d2(v: float | None) -> str:
+    return "" if v is None else f"{v:+.2f}"
+
+
+def _params(p: dict) -> str:
+    return " ".join(f"{k}={v}" for k, v in sorted(p.items())) or "-"
+
+
+def env_lines(env: dict) -> list[str]:
+    """Environment block of a cover letter: CPU and clock, kernel and patches, NIC, tuning."""
+    if not env:
+        return ["(no environment fingerprint in the records)"]
+    lines = []
+    cpu = env.get("cpu_model", "unknown CPU")
+    if "cpu_mhz" in env:
+        cpu += f" @ {env['cpu_mhz']:.0f} MHz"
+    extra = [f"{env['cpus_online']} CPUs online"] if "cpus_online" in env else []
+    extra += [f"SMT {env['smt']}"] if "smt" in env else []
+    extra += [f"{env['numa_nodes']} NUMA node(s)"] if "numa_nodes" in env else []
+    lines.append(f"CPU:     {cpu}" + (f" ({', '.join(extra)})" if extra else ""))
+    kern = env.get("kernel", "unknown")
+    patches = env.get("kernel_patches")
+    if patches:
+        kern += f" + {len(patches)} patch(es)"
+    lines.append(f"Kernel:  {kern}")
+    for p in patches or []:
+        if isinstance(p, dict):
+            lines.append(f"         {p.get('patch_id', '?')[:12]} {p.get('subject', '?')}")
+        else:
+            lines.append(f"         {p}")
+    if env.get("kernel_config_sha256"):
+        lines.append(f"Config:  sha256 {env['kernel_config_sha256'][:16]}")
+    if env.get("kernel_cmdline"):
+        lines.append(f"Cmdline: {env['kernel_cmdline']}")
+    for ifname, nic in sorted((env.get("nic") or {}).items()):
+        desc = ", ".join(f"{k} {nic[k]}" for k in ("driver", "version", "firmware", "bus", "speed_mbps", "mtu")
+                         if k in nic)
+        lines.append(f"NIC:     {ifname}: {desc}")
+    for ifname, xdp in sorted((env.get("xdp") or {}).items()):
+        lines.append(f"XDP:     {ifname}: {xdp.get('program', '?')} ({xdp.get('mode')}, tag {xdp.get('tag', '?')})")
+    tuning = []
+    for key in ("governor", "tuned_profile"):
+        if key in env:
+            tuning.append(f"{key} {env[key] if isinstance(env[key], str) else json.dumps(env[key])}")
+    if "netfilter_modules" in env:
+        tuning.append(f"netfilter modules: {', '.join(env['netfilter_modules']) or 'none'}")
+    for ifname, eth in sorted((env.get("ethtool") or {}).items()):
+        parts = []
+        for grp in ("ring", "channels"):
+            if grp in eth:
+                parts.append(f"{grp} " + ",".join(f"{k}={v}" for k, v in sorted(eth[grp].items()) if k != "max"))
+        if "features" in eth:
+            on = [k for k in ("rx-gro", "generic-receive-offload", "rx-checksum", "tx-generic-segmentation")
+                  if eth["features"].get(k)]
+            parts.append("on: " + (",".join(on) or "none of gro/csum/gso"))
+        if parts:
+            tuning.append(f"{ifname}: {'; '.join(parts)}")
+    for ifname, aff in sorted((env.get("irq_affinity") or {}).items()):
+        tuning.append(f"{ifname} IRQs: " + ", ".join(f"{irq}->{cpus}" for irq, cpus in sorted(aff.items())))
+    lines.append("Tuning:  " + ("; ".join(tuning) if tuning else "nothing recorded"))
+    gen = env.get("generator")
+    if isinstance(gen, dict) and gen:
+        lines.append(f"Generator host: {gen.get('cpu_model', '?')}, kernel {gen.get('kernel', '?')}")
+    return lines
+
+
+def _noise_lines(nz: dict) -> list[str]:
+    out = []
+    if nz["pooled_stdev_ns"] is None:
+        out.append("Noise: every record has n=1, no interval; noise unknown.")
+    else:
+        out.append(f"Noise: pooled stdev {nz['pooled_stdev_ns']:.2f} ns/packet per repetition; "
+                   f"a {nz['delta_ns']:.0f} ns/packet difference needs {nz['repetitions_needed']} "
+                   "repetitions per side (95% confidence, 80% power).")
+    if nz["aa_comparisons"]:
+        out.append(f"A/A: {nz['aa_significant']} of {nz['aa_comparisons']} comparisons of repeated runs of "
+                   f"one configuration called significant ({nz['aa_false_positive_rate'] * 100:.1f}%, "
+                   "expected <= 5%).")
+    return out
+
+
+# ----------------------------------------------------------------- renderers
+
+def _table(headers: list[str], rows: list[list[str]], markdown: bool) -> list[str]:
+    if markdown:
+        rule = "|" + "|".join("---:" if i else "---" for i in range(len(headers))) + "|"
+        out = ["| " + " | ".join(headers) + " |", rule]
+        return out + ["| " + " | ".join(r) + " |" for r in rows]
+    widths = [max(len(h), *(len(r[i]) for r in rows)) if rows else len(h) for i, h in enumerate(headers)]
+    fmt = "  ".join(f"{{:<{w}}}" if i == 0 else f"{{:>{w}}}" for i, w in enumerate(widths))
+    return [fmt.format(*headers), fmt.format(*("-" * w for w in widths))] + [fmt.format(*r) for r in rows]
+
+
+def render_text(report: dict, markdown: bool = False) -> str:
+    h = (lambda s: f"## {s}") if markdown else (lambda s: f"{s}\n{'=' * len(s)}")
+    out = [h("Environment"), ""]
+    env = env_lines(report["environment"])
+    out += (["```"] + env + ["```"]) if markdown else env
+    out.append("")
+    if report.get("incomplete"):
+        out += ["WARNING: records from incomplete runs: " + ", ".join(report["incomplete"]), ""]
+    if "comparisons" in report:
+        out += [h("A/B comparison (candidate minus baseline)"), "", f"Method: {METHOD_TEXT}.", ""]
+        rows = []
+        for c in report["comparisons"]:
+            b, k = c["baseline"], c["candidate"]
+            ci = "n=1, no interval" if c["ci95_ns"] is None else f"[{c['ci95_ns'][0]:+.2f}, {c['ci95_ns'][1]:+.2f}]"
+            sig = "-" if c["ci95_ns"] is None else ("yes" if c["significant"] else "no")
+            rows.append([f"{c['scenario']} {_params(c['params'])}", f"{b['mean']:.0f}", _f2(b["ns_per_packet"]),
+                         str(b["n"]), f"{k['mean']:.0f}", _f2(k["ns_per_packet"]), str(k["n"]),
+                         f"{_d2(c['delta_ns_per_packet'])} ({c['direction']})", ci, sig,
+                         f"{c['percent']:+.2f}%"])
+        out += _table(["scenario/params", "base pps", "base ns/pkt", "n", "cand pps", "cand ns/pkt", "n",
+                       "delta ns/pkt", "95% CI ns", "significant", "pps change"], rows, markdown)
+        out.append("")
+        if report.get("unmatched"):
+            out.append("Unmatched (no counterpart on the other side): " + "; ".join(
+                f"{u['side']} {u['scenario']} {_params(u['params'])}" for u in report["unmatched"]))
+            out.append("")
+        out += [h("What changed besides the variant (environment diff)"), ""]
+        diff = report.get("environment_diff") or []
+        if not diff:
+            out.append("No difference in the environment fingerprints.")
+        else:
+            rows = [[d["key"], json.dumps(d["baseline"]), json.dumps(d["candidate"])] for d in diff]
+            out += _table(["key", "baseline", "candidate"], rows, markdown)
+        out.append("")
+    else:
+        for t in report["sweeps"]:
+            title = f"{t['scenario']} / {t['variant']}"
+            if len(t["varying"]) == 1:
+                title += f": sweep over {t['varying'][0]}"
+            elif t["varying"]:
+                title += f": records differ in {', '.join(t['varying'])}"
+            out += [h(title), ""]
+            rows = [[_params(r["params"]), f"{r['pps']:.0f}", _f2(r["ns_per_packet"]), _d2(r["delta_prev_ns"]),
+                     _d2(r["delta_base_ns"]), str(r["n"]) + ("" if r["n"] > 1 else " (no interval)")]
+                    for r in t["rows"]]
+            out += _table(["params", "pps", "ns/packet", "d prev ns", "d first ns", "n"], rows, markdown)
+            out.append("")
+    out += [h("Noise"), ""] + _noise_lines(report["noise"]) + [""]
+    out.append("ns/packet = 1e9 / pps. Gbit/s figures count frame bytes only (no preamble/IFG).")
+    return "\n".join(out) + "\n"
+
+
+def render_csv(report: dict) -> str:
+    buf = io.StringIO()
+    w = csv.writer(buf, lineterminator="\n")
+    if "comparisons" in report:
+        w.writerow(["scenario", "params", "baseline_pps", "baseline_ns_per_packet", "baseline_n",
+                    "candidate_pps", "candidate_ns_per_packet", "candidate_n", "delta_ns_per_packet",
+                    "ci95_ns_lo", "ci95_ns_hi", "significant", "percent", "method"])
+        for c in report["comparisons"]:
+            ci = c["ci95_ns"] or [None, None]
+            w.writerow([c["scenario"], json.dumps(c["params"], sort_keys=True), f"{c['baseline']['mean']:.2f}",
+                        f"{c['baseline']['ns_per_packet']:.2f}", c["baseline"]["n"], f"{c['candidate']['mean']:.2f}",
+                        f"{c['candidate']['ns_per_packet']:.2f}", c["candidate"]["n"],
+                        f"{c['delta_ns_per_packet']:.2f}", _csv2(ci[0]), _csv2(ci[1]),
+                        "" if c["ci95_ns"] is None else str(c["significant"]).lower(),
+                        f"{c['percent']:.2f}", c["method"]])
+    else:
+        w.writerow(["scenario", "variant", "params", "pps", "ns_per_packet", "delta_prev_ns", "delta_base_ns", "n"])
+        for t in report["sweeps"]:
+            for r in t["rows"]:
+                w.writerow([t["scenario"], t["variant"], json.dumps(r["params"], sort_keys=True),
+                            f"{r['pps']:.2f}", f"{r['ns_per_packet']:.2f}", _csv2(r["delta_prev_ns"]),
+                            _csv2(r["delta_base_ns"]), r["n"]])
+    return buf.getvalue()
+
+
+def render_png(report: dict, path: str) -> None:
+    """A/B: bars of ns/packet with 95% CI whiskers per scenario/params. Sweep: pps and
+    ns/packet against the varying param (one line per scenario/variant)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    if "comparisons" in report:
+        cmps = report["comparisons"]
+        fig, ax = plt.subplots(figsize=(max(6, 1.6 * len(cmps) + 2), 4.5))
+        width = 0.38
+        for j, (side, color) in enumerate((("baseline", "#4c72b0"), ("candidate", "#dd8452"))):
+            xs = [i + (j - 0.5) * width for i in range(len(cmps))]
+            ys = [c[side]["ns_per_packet"] for c in cmps]
+            errs = [[0, 0] if c[side]["ci95_ns"] is None else
+                    [y - c[side]["ci95_ns"][0], c[side]["ci95_ns"][1] - y] for c, y in zip(cmps, ys, strict=True)]
+            ax.bar(xs, ys, width, color=color, label=f"{side} ({cmps[0][side]['variant']})",
+                   yerr=list(zip(*errs, strict=True)), capsize=4)
+        ax.set_xticks(range(len(cmps)))
+        ax.set_xticklabels([f"{c['scenario']}\n{_params(c['params'])}" for c in cmps], fontsize=8)
+        ax.set_ylabel("ns/packet (95% CI)")
+        ax.set_title("A/B: ns/packet, lower is faster")
+        ax.legend()
+    else:
+        fig, (a1, a2) = plt.subplots(1, 2, figsize=(11, 4.5))
+        for t in report["sweeps"]:
+            if len(t["varying"]) != 1:
+                continue
+            key = t["varying"][0]
+            xs = [r["params"].get(key) for r in t["rows"]]
+            label = f"{t['scenario']}/{t['variant']}"
+            try:
+                xs = [float(x) for x in xs]
+            except (TypeError, ValueError):
+                xs = [str(x) for x in xs]
+            a1.plot(xs, [r["pps"] / 1e6 for r in t["rows"]], marker="o", label=label)
+            a2.plot(xs, [r["ns_per_packet"] for r in t["rows"]], marker="o", label=label)
+            a1.set_xlabel(key)
+            a2.set_xlabel(key)
+        a1.set_ylabel("Mpps")
+        a2.set_ylabel("ns/packet")
+        a1.set_title("Sweep: packet rate")
+        a2.set_title("Sweep: ns/packet")
+        if a1.lines:
+            a1.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, format="png", dpi=110)
+    plt.close(fig)
+
+
+def render(report: dict, fmt: str, path: str) -> None:
+    """Write the report in fmt to path (the caller makes path a temp file)."""
+    if fmt == "png":
+        render_png(report, path)
+        return
+    if fmt == "text":
+        text = render_text(report)
+    elif fmt == "markdown":
+        text = render_text(report, markdown=True)
+    elif fmt == "csv":
+        text = render_csv(report)
+    else:
+        raise ValueError(f"format must be one of {', '.join(FORMATS)}, got {fmt!r}")
+    with open(path, "w", encoding="utf-8") as fh:
+        fh.write(text)

@@ -1,0 +1,159 @@
+#!/usr/bin/python
+# Copyright (c) xdplab.testbed contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Render a report (text, Markdown, CSV, PNG) from result records."""
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+---
+module: bench_report
+short_description: Cover-letter text, Markdown, CSV or PNG report from results directories
+version_added: "0.1.0"
+description:
+  - One results directory (or record file) gives sweep tables per scenario and variant
+    (pps, ns/packet, delta vs the previous row and vs the first row, two decimals, n).
+  - A list of two compares them (first = baseline) like M(xdplab.testbed.bench_compare), with
+    the environment diff; one directory with O(baseline_variant)/O(candidate_variant) compares variants.
+  - C(text) is for a mailing-list cover letter, environment block first (CPU model and MHz,
+    kernel and patches, NIC, tuning), then the tables and the noise figures (pooled ns/packet
+    stdev, repetitions a 1 ns/packet difference needs, A/A false-positive rate of repeated runs).
+  - C(png) draws A/B bars of ns/packet with 95% CI whiskers, or sweep lines of pps and ns/packet
+    (matplotlib, Agg backend).
+  - The file is written to a temp name beside O(dest) and renamed; on any error nothing is left.
+options:
+  results:
+    description: A results directory or record file, or a list of two (baseline, candidate).
+    type: list
+    elements: path
+    required: true
+  format:
+    description: Output format.
+    type: str
+    choices: [text, markdown, csv, png]
+    default: text
+  dest:
+    description: File to write. Its directory must exist.
+    type: path
+    required: true
+  baseline_variant:
+    description: Compare variants inside one directory - baseline side.
+    type: str
+  candidate_variant:
+    description: Compare variants inside one directory - candidate side.
+    type: str
+  allow_incomplete:
+    description: Include runs still marked C(INCOMPLETE) (flagged in the report) instead of failing.
+    type: bool
+    default: false
+requirements:
+  - matplotlib (for O(format=png))
+attributes:
+  check_mode:
+    support: full
+    description: Builds the report and returns rows, writes nothing.
+  diff_mode:
+    support: none
+author:
+  - xdplab.testbed contributors
+"""
+
+EXAMPLES = r"""
+- name: Cover letter text of a run
+  xdplab.testbed.bench_report:
+    results: results/20261129T215000Z-1a2b3c
+    format: text
+    dest: results/20261129T215000Z-1a2b3c/report.txt
+
+- name: A/B plot of two runs
+  xdplab.testbed.bench_report:
+    results: [results/run-baseline, results/run-patched]
+    format: png
+    dest: /tmp/ab.png
+"""
+
+RETURN = r"""
+dest:
+  description: The written file.
+  returned: success
+  type: str
+rows:
+  description: Table rows (sweep rows, or one per A/B comparison with the candidate's figures and
+    the delta in both delta fields).
+  returned: success
+  type: list
+  elements: dict
+  sample:
+    - {scenario: xdp_drop, variant: baseline, params: {pkt_size: 64}, pps: 6309000.0,
+       ns_per_packet: 158.5, delta_prev_ns: null, delta_base_ns: null, n: 3}
+    - {scenario: xdp_drop, variant: baseline, params: {pkt_size: 128}, pps: 6100000.0,
+       ns_per_packet: 163.93, delta_prev_ns: 5.43, delta_base_ns: 5.43, n: 3}
+noise:
+  description: pooled_stdev_ns, repetitions_needed (for delta_ns), aa_comparisons, aa_significant,
+    aa_false_positive_rate.
+  returned: success
+  type: dict
+environment_diff:
+  description: Changed fingerprint keys (A/B only).
+  returned: when two sides are compared
+  type: list
+"""
+
+import os
+import traceback
+
+from ansible.module_utils.basic import AnsibleModule, missing_required_lib
+from ansible_collections.xdplab.testbed.plugins.module_utils import _report
+from ansible_collections.xdplab.testbed.plugins.module_utils._records_io import RecordError, atomic_write
+from ansible_collections.xdplab.testbed.plugins.module_utils._stats import StatsError
+
+try:
+    import matplotlib  # noqa: F401
+
+    HAS_MPL = True
+    MPL_ERR = None
+except ImportError:  # pragma: no cover - depends on the host
+    HAS_MPL = False
+    MPL_ERR = traceback.format_exc()
+
+
+def main() -> None:
+    module = AnsibleModule(
+        argument_spec={
+            "results": {"type": "list", "elements": "path", "required": True},
+            "format": {"type": "str", "default": "text", "choices": list(_report.FORMATS)},
+            "dest": {"type": "path", "required": True},
+            "baseline_variant": {"type": "str"},
+            "candidate_variant": {"type": "str"},
+            "allow_incomplete": {"type": "bool", "default": False},
+        },
+        required_together=[("baseline_variant", "candidate_variant")],
+        supports_check_mode=True,
+    )
+    p = module.params
+    if p["format"] == "png" and not HAS_MPL:
+        module.fail_json(msg=missing_required_lib("matplotlib"), exception=MPL_ERR)
+    if len(p["results"]) not in (1, 2):
+        module.fail_json(msg=f"results must be one path or a list of two, got {len(p['results'])}: {p['results']}")
+    try:
+        report = _report.build(p["results"], baseline_variant=p["baseline_variant"],
+                               candidate_variant=p["candidate_variant"],
+                               allow_incomplete=p["allow_incomplete"])
+        if not module.check_mode:
+            atomic_write(p["dest"], lambda tmp: _report.render(report, p["format"], tmp))
+    except (RecordError, StatsError, ValueError) as exc:
+        module.fail_json(msg=str(exc))
+    except Exception as exc:
+        module.fail_json(msg=f"bench_report: {exc}", exception=traceback.format_exc())
+    result = {"changed": not module.check_mode, "dest": os.path.abspath(p["dest"]),
+              "rows": report["rows"], "noise": report["noise"], "records": report["records"]}
+    if "environment_diff" in report:
+        result["environment_diff"] = report["environment_diff"]
+        result["comparisons"] = report["comparisons"]
+    if report["incomplete"]:
+        module.warn(f"report includes records of incomplete runs: {report['incomplete']}")
+    module.exit_json(**result)
+
+
+if __name__ == "__main__":
+    main()

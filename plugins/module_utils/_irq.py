@@ -228,8 +228,8 @@ def irqbalance_pids(proc_root: str = "/proc") -> list[int]:
 
 
 def read_irq_state(ifname: str, sys_root: str = "/sys", proc_root: str = "/proc") -> dict[str, str]:
-    """{irq name or number: cpulist} of the queue IRQs: the irq_affinity part of the fingerprint."""
+    """{"<irq>": cpulist} of the queue IRQs: the irq_affinity part of the fingerprint (same shape as _envfacts)."""
     out = {}
     for d in find_queue_irqs(ifname, sys_root, proc_root):
-        out[d["name"] or str(d["irq"])] = format_cpulist(read_affinity(d["irq"], proc_root))
+        out[str(d["irq"])] = format_cpulist(read_affinity(d["irq"], proc_root))
     return out

@@ -97,10 +97,10 @@ irqs:
   elements: dict
   sample: [{"irq": 38, "name": "virtio2-input.0", "queue": 0}]
 affinity:
-  description: Read-back after the call, IRQ name to CPU list (the irq_affinity part of the fingerprint).
+  description: Read-back after the call, IRQ number to CPU list (the irq_affinity part of the fingerprint).
   returned: success
   type: dict
-  sample: {"virtio2-input.0": "1", "virtio2-output.0": "0"}
+  sample: {"38": "1", "39": "1"}
 changes:
   description: IRQ number to the new CPU list for each IRQ that changed.
   returned: success

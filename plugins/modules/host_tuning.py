@@ -1,0 +1,437 @@
+#!/usr/bin/python
+# Copyright (c) xdplab.testbed contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+---
+module: host_tuning
+short_description: Host knobs for packet-rate benchmarks (tuned, governor, turbo, C-states, SMT, netfilter), reversibly
+version_added: "0.1.0"
+description:
+  - Sets what no well-kept module covers, after saving the previous values to a snapshot file;
+    I(state=restored) puts them back and removes the snapshot. Sysctls are set by ansible.posix.sysctl:
+    this module only records their previous values (I(sysctl_snapshot)) and hands them back on restore
+    (RV(sysctl_restore)).
+  - A knob the host does not have (no cpufreq, no SMT control, no loadable modules, no tuned-adm, no grub
+    file) fails naming it, unless I(on_unsupported) says C(warn) or C(skip). Nothing is applied when any
+    requested knob fails validation.
+  - Disruptive changes need opt-ins; SMT off needs I(allow_smt_change), unloading netfilter needs
+    I(allow_netfilter_unload). A kernel command line change only edits the bootloader config and reports
+    RV(reboot_required); rebooting is the caller's (gated) decision.
+author: xdplab.testbed contributors
+attributes:
+  check_mode:
+    support: full
+  diff_mode:
+    support: full
+options:
+  state:
+    description: C(present) applies, C(restored) puts the snapshot back, C(read) only reads.
+    type: str
+    choices: [present, restored, read]
+    default: present
+  tuned_profile:
+    description: tuned profile to activate with C(tuned-adm profile).
+    type: str
+  governor:
+    description: cpufreq scaling governor for every CPU.
+    type: str
+  turbo:
+    description: Turbo/boost on or off (intel_pstate C(no_turbo) or cpufreq C(boost)).
+    type: bool
+  cpu_dma_latency:
+    description:
+      - Hold C(/dev/cpu_dma_latency) at this many microseconds (0 keeps CPUs out of deep C-states) with a
+        background holder process until restored.
+    type: int
+  smt:
+    description: SMT control (C(/sys/devices/system/cpu/smt/control)).
+    type: str
+    choices: ['on', 'off', forceoff]
+  allow_smt_change:
+    description: Opt-in for turning SMT off (takes sibling CPUs offline).
+    type: bool
+    default: false
+  netfilter_unload:
+    description: Unload the loaded iptable_*, ip6table_*, nf_conntrack*, nft_* (and helper) modules, users first.
+    type: bool
+    default: false
+  allow_netfilter_unload:
+    description: Opt-in for I(netfilter_unload).
+    type: bool
+    default: false
+  kernel_cmdline:
+    description:
+      - Kernel parameters to set in C(GRUB_CMDLINE_LINUX) of I(grub_file), for example C(isolcpus) and C(nohz_full);
+        a value of C(null) or C(false) removes the parameter, C(true) sets it without a value.
+    type: dict
+  grub_file:
+    description: The bootloader defaults file edited for I(kernel_cmdline).
+    type: path
+    default: /etc/default/grub
+  sysctl_snapshot:
+    description: Sysctl names whose current values are recorded before ansible.posix.sysctl changes them.
+    type: list
+    elements: str
+  on_unsupported:
+    description: What to do with a knob the host lacks.
+    type: str
+    choices: [fail, warn, skip]
+    default: fail
+  snapshot_key:
+    description: Snapshot file name. Default C(host-<netns>-knobs).
+    type: str
+  state_dir:
+    description: Directory of the snapshot files (the C-state holder's pid file lives there too).
+    type: path
+    default: /var/lib/xdplab/tuning
+"""
+
+EXAMPLES = r"""
+- name: Latency host setup
+  xdplab.testbed.host_tuning:
+    tuned_profile: latency-performance
+    governor: performance
+    cpu_dma_latency: 0
+    netfilter_unload: true
+    allow_netfilter_unload: true
+
+- name: Isolate CPUs 2-3 (takes effect after a reboot)
+  xdplab.testbed.host_tuning:
+    kernel_cmdline: {isolcpus: "2-3", nohz_full: "2-3"}
+  register: cmdline
+
+- name: Put everything back
+  xdplab.testbed.host_tuning:
+    state: restored
+"""
+
+RETURN = r"""
+changes:
+  description: Knob to {before, after} for what changed (or would change in check mode).
+  returned: always
+  type: dict
+  sample: {"governor": {"before": "powersave", "after": "performance"}}
+facts:
+  description: Read-back after the call (tuned_profile, governor, turbo, smt, cpu_dma_latency, netfilter_modules);
+    knobs the host lacks are absent.
+  returned: always
+  type: dict
+  sample: {"smt": "on", "cpu_dma_latency": 2000000000}
+skipped_settings:
+  description: Unsupported knobs skipped under I(on_unsupported=warn) or C(skip).
+  returned: always
+  type: list
+  elements: str
+  sample: ["governor: this host has no cpufreq scaling_governor"]
+reboot_required:
+  description: The kernel command line in the bootloader config changed.
+  returned: always
+  type: bool
+  sample: false
+sysctl_restore:
+  description: On restore, the recorded sysctl values to put back (name to value).
+  returned: always
+  type: dict
+  sample: {"net.core.netdev_budget": "300"}
+snapshot_path:
+  description: Snapshot file.
+  returned: always
+  type: str
+  sample: /var/lib/xdplab/tuning/host-host-knobs.json
+"""
+
+import os  # noqa: E402
+import traceback  # noqa: E402
+from typing import Any  # noqa: E402
+
+from ansible.module_utils.basic import AnsibleModule  # noqa: E402
+from ansible_collections.xdplab.testbed.plugins.module_utils import _tuning  # noqa: E402
+from ansible_collections.xdplab.testbed.plugins.module_utils import _tuning_host as th  # noqa: E402
+
+
+class Host:
+    """The live host, through argv tools and sysfs."""
+
+    def __init__(self, module: AnsibleModule) -> None:
+        self.m = module
+        self.pidfile = os.path.join(module.params["state_dir"], "cpu_dma_latency.pid")
+
+    def run(self, argv: list[str]) -> str:
+        rc, out, err = self.m.run_command(argv, environ_update={"LC_ALL": "C"})
+        if rc != 0:
+            self.m.fail_json(msg=f"{' '.join(argv)} failed", rc=rc, stdout=out, stderr=err)
+        return out
+
+    def write(self, path: str, value: str) -> None:
+        try:
+            with open(path, "w", encoding="ascii") as fh:
+                fh.write(value)
+        except OSError as exc:
+            raise th.HostTuningError(f"writing {value!r} to {path} failed: {exc.strerror}") from exc
+
+    # knob setters: value None means "back to off/none" where that exists
+    def set_tuned_profile(self, value: str | None) -> None:
+        exe = self.m.get_bin_path("tuned-adm", required=True)
+        self.run([exe, "profile", value] if value else [exe, "off"])
+
+    def set_governor(self, value: str | dict[str, str]) -> None:
+        cpus = th._cpus("/")
+        for cpu in cpus:
+            gov = value if isinstance(value, str) else value.get(cpu)
+            if gov:
+                self.write(f"/sys/devices/system/cpu/{cpu}/cpufreq/scaling_governor", gov)
+
+    def set_turbo(self, value: bool) -> None:
+        path, inverted = th.turbo_path("/")  # type: ignore[misc]
+        self.write(path, "0" if value == inverted else "1")
+
+    def set_smt(self, value: str) -> None:
+        self.write("/sys/devices/system/cpu/smt/control", value)
+
+    def set_cpu_dma_latency(self, value: int | None) -> None:
+        th.stop_latency_holder(self.pidfile)
+        if value is not None:
+            os.makedirs(os.path.dirname(self.pidfile), mode=0o700, exist_ok=True)
+            th.start_latency_holder(value, self.pidfile)
+
+    def unload_modules(self, order: list[str]) -> None:
+        exe = self.m.get_bin_path("rmmod", required=True)
+        for mod in order:
+            self.run([exe, mod])
+
+    def load_modules(self, mods: list[str]) -> None:
+        exe = self.m.get_bin_path("modprobe", required=True)
+        for mod in reversed(mods):
+            self.run([exe, mod])
+
+    def write_grub(self, text: str) -> None:
+        path = self.m.params["grub_file"]
+        tmp = f"{path}.xdplab.tmp"
+        with open(tmp, "w", encoding="utf-8") as fh:
+            fh.write(text)
+        self.m.atomic_move(tmp, path)
+        update = self.m.get_bin_path("update-grub")
+        if update:
+            self.run([update])
+        else:
+            self.m.warn(f"update-grub not found: {path} changed but the bootloader config was not regenerated")
+
+
+def _unsupported_reason(p: dict[str, Any], knob: str, cur: dict[str, Any], mods: Any, host: Host) -> str | None:
+    value = p[knob]
+    if knob == "governor":
+        if "governor" not in cur:
+            return "this host has no cpufreq scaling_governor"
+        avail = th.available_governors()
+        if avail and value not in avail:
+            return f"governor {value!r} is not available (available: {', '.join(avail)})"
+    if knob == "turbo" and "turbo" not in cur:
+        return "this host has no intel_pstate/no_turbo or cpufreq/boost switch"
+    if knob == "smt" and th.read_smt() is None:
+        return "this kernel/CPU has no SMT control (smt/control is notsupported or absent)"
+    if knob == "cpu_dma_latency" and not os.path.exists("/dev/cpu_dma_latency"):
+        return "/dev/cpu_dma_latency does not exist"
+    if knob == "tuned_profile" and not host.m.get_bin_path("tuned-adm"):
+        return "tuned-adm is not installed (Debian package tuned)"
+    if knob == "netfilter_unload" and value and mods is None:
+        return "this kernel has no loadable modules (/proc/modules absent)"
+    if knob == "kernel_cmdline" and not os.path.exists(p["grub_file"]):
+        return f"{p['grub_file']} does not exist (no grub bootloader config)"
+    return None
+
+
+KNOBS = ("tuned_profile", "governor", "turbo", "smt", "cpu_dma_latency", "netfilter_unload", "kernel_cmdline")
+
+
+def present(module: AnsibleModule, host: Host, store: _tuning.SnapshotStore, key: str) -> dict[str, Any]:
+    p = module.params
+    if p["smt"] in ("off", "forceoff") and not p["allow_smt_change"]:
+        raise th.HostTuningError(f"smt={p['smt']} takes sibling CPUs offline: set allow_smt_change: true to opt in")
+    if p["netfilter_unload"] and not p["allow_netfilter_unload"]:
+        raise th.HostTuningError("netfilter_unload removes the firewall modules: set allow_netfilter_unload: true")
+    cur = th.read_host()
+    mods = th.read_modules()
+    changes: dict[str, dict[str, Any]] = {}
+    snapshot: dict[str, Any] = {}
+    skipped: list[str] = []
+    fatal: list[str] = []
+    reboot = False
+    for knob in KNOBS:
+        if p[knob] is None or (knob == "netfilter_unload" and not p[knob]):
+            continue
+        reason = _unsupported_reason(p, knob, cur, mods, host)
+        if reason:
+            (fatal if p["on_unsupported"] == "fail" else skipped).append(f"{knob}: {reason}")
+            continue
+        if knob == "netfilter_unload":
+            order = th.netfilter_unload_order(mods or {})
+            if order:
+                changes[knob] = {"before": order, "after": []}
+                snapshot["netfilter_modules"] = order
+        elif knob == "kernel_cmdline":
+            with open(p["grub_file"], encoding="utf-8") as fh:
+                text = fh.read()
+            new_text, old, new = th.edit_grub(text, p["kernel_cmdline"])
+            if old != new:
+                changes[knob] = {"before": old, "after": new, "_text": new_text}
+                snapshot["kernel_cmdline"] = old
+                reboot = True
+        elif knob == "cpu_dma_latency":
+            holder = th.holder_pid(host.pidfile)
+            if holder is None or cur.get("cpu_dma_latency") != p[knob]:
+                changes[knob] = {"before": cur.get("cpu_dma_latency"), "after": p[knob]}
+                snapshot["cpu_dma_latency"] = None
+        elif cur.get(knob) != p[knob]:
+            changes[knob] = {"before": cur.get(knob), "after": p[knob]}
+            snapshot[knob] = cur.get(knob)
+    for name in p["sysctl_snapshot"] or []:
+        value = th.read_sysctl(name)
+        if value is None:
+            (fatal if p["on_unsupported"] == "fail" else skipped).append(f"sysctl {name}: no such sysctl")
+        else:
+            snapshot[f"sysctl:{name}"] = value
+    if fatal:
+        module.fail_json(msg="; ".join(fatal), unsupported=fatal, snapshot_path=store.path(key))
+    for msg in skipped:
+        if p["on_unsupported"] == "warn":
+            module.warn(msg)
+    result: dict[str, Any] = {"changed": bool(changes), "skipped_settings": skipped, "reboot_required": reboot}
+    if not module.check_mode:
+        if snapshot:
+            written, _ = store.save(key, "host", "knobs", snapshot, module.atomic_move)
+            result["changed"] = result["changed"] or written
+        _apply(host, changes)
+    result["changes"] = {k: {kk: vv for kk, vv in v.items() if not kk.startswith("_")} for k, v in changes.items()}
+    return result
+
+
+def _apply(host: Host, changes: dict[str, dict[str, Any]]) -> None:
+    done: list[str] = []
+    try:
+        for knob, ch in changes.items():
+            if knob == "netfilter_unload":
+                host.unload_modules(ch["before"])
+            elif knob == "kernel_cmdline":
+                host.write_grub(ch["_text"])
+            else:
+                getattr(host, f"set_{knob}")(ch["after"])
+            done.append(knob)
+    except Exception as exc:
+        for knob in reversed(done):
+            try:
+                _restore_knob(host, knob, changes[knob]["before"])
+            except Exception:  # noqa: BLE001,S110 - best effort, the original error is raised
+                pass
+        raise RuntimeError(f"{exc} (rolled back: {', '.join(done) or 'nothing applied'})") from exc
+
+
+def _restore_knob(host: Host, knob: str, value: Any) -> None:
+    if knob in ("netfilter_unload", "netfilter_modules"):
+        host.load_modules(value)
+    elif knob == "kernel_cmdline":
+        with open(host.m.params["grub_file"], encoding="utf-8") as fh:
+            host.write_grub(th.restore_grub(fh.read(), value))
+    elif knob == "cpu_dma_latency":
+        host.set_cpu_dma_latency(None)
+    else:
+        getattr(host, f"set_{knob}")(value)
+
+
+def restored(module: AnsibleModule, host: Host, store: _tuning.SnapshotStore, key: str) -> dict[str, Any]:
+    doc = store.load(key)
+    result: dict[str, Any] = {"changed": False, "changes": {}, "skipped_settings": [], "reboot_required": False,
+                              "sysctl_restore": {}}
+    if doc is None:
+        return result
+    cur = th.read_host()
+    for knob, old in doc["state"].items():
+        if knob.startswith("sysctl:"):
+            result["sysctl_restore"][knob.split(":", 1)[1]] = old
+            continue
+        if knob == "netfilter_modules":
+            loaded = set((th.read_modules() or {}).keys())
+            missing = [m for m in old if m not in loaded]
+            if missing:
+                result["changes"][knob] = {"before": [], "after": missing}
+                if not module.check_mode:
+                    host.load_modules(missing)
+            continue
+        if knob == "kernel_cmdline":
+            with open(module.params["grub_file"], encoding="utf-8") as fh:
+                now = th.grub_cmdline(fh.read())
+            if now != old:
+                result["changes"][knob] = {"before": now, "after": old}
+                result["reboot_required"] = True
+                if not module.check_mode:
+                    _restore_knob(host, knob, old)
+            continue
+        if knob == "cpu_dma_latency":
+            if th.holder_pid(host.pidfile) is not None:
+                result["changes"][knob] = {"before": cur.get(knob), "after": "released"}
+                if not module.check_mode:
+                    host.set_cpu_dma_latency(None)
+            continue
+        if old is not None and cur.get(knob) != old:
+            result["changes"][knob] = {"before": cur.get(knob), "after": old}
+            if not module.check_mode:
+                _restore_knob(host, knob, old)
+        elif knob == "tuned_profile" and old is None and cur.get(knob):
+            result["changes"][knob] = {"before": cur.get(knob), "after": None}
+            if not module.check_mode:
+                host.set_tuned_profile(None)
+    result["changed"] = True
+    if not module.check_mode:
+        store.remove(key)
+    return result
+
+
+def main() -> None:
+    module = AnsibleModule(
+        argument_spec=dict(
+            state=dict(type="str", choices=["present", "restored", "read"], default="present"),
+            tuned_profile=dict(type="str"),
+            governor=dict(type="str"),
+            turbo=dict(type="bool"),
+            cpu_dma_latency=dict(type="int"),
+            smt=dict(type="str", choices=["on", "off", "forceoff"]),
+            allow_smt_change=dict(type="bool", default=False),
+            netfilter_unload=dict(type="bool", default=False),
+            allow_netfilter_unload=dict(type="bool", default=False),
+            kernel_cmdline=dict(type="dict"),
+            grub_file=dict(type="path", default="/etc/default/grub"),
+            sysctl_snapshot=dict(type="list", elements="str"),
+            on_unsupported=dict(type="str", choices=list(_tuning.ON_UNSUPPORTED), default="fail"),
+            snapshot_key=dict(type="str", no_log=False),
+            state_dir=dict(type="path", default=_tuning.DEFAULT_STATE_DIR),
+        ),
+        supports_check_mode=True,
+    )
+    p = module.params
+    store = _tuning.SnapshotStore(p["state_dir"])
+    try:
+        key = p["snapshot_key"] or _tuning.default_key("host", "knobs")
+        host = Host(module)
+        if p["state"] == "present":
+            result = present(module, host, store, key)
+        elif p["state"] == "restored":
+            result = restored(module, host, store, key)
+        else:
+            result = {"changed": False, "changes": {}, "skipped_settings": [], "reboot_required": False}
+        result.setdefault("sysctl_restore", {})
+        result["snapshot_path"] = store.path(key)
+        result["facts"] = th.read_host()
+        if module._diff:
+            result["diff"] = {"before": {k: v["before"] for k, v in result["changes"].items()},
+                              "after": {k: v["after"] for k, v in result["changes"].items()}}
+        module.exit_json(**result)
+    except (th.HostTuningError, _tuning.TuningInputError) as exc:
+        module.fail_json(msg=str(exc))
+    except Exception as exc:  # noqa: BLE001 - one top-level handler
+        module.fail_json(msg=str(exc), exception=traceback.format_exc())
+
+
+if __name__ == "__main__":
+    main()

@@ -67,6 +67,12 @@ class Topology:
     links: tuple[Link, ...]
     sysctls: dict[str, dict[str, str]] = field(default_factory=dict)
 
+    @property
+    def referenced(self) -> tuple[str, ...]:
+        """The namespaces to read: those listed, then those only named by link ends."""
+        extra = (e.netns for link in self.links for e in link.ends)
+        return tuple(dict.fromkeys((*self.namespaces, *extra)))
+
 
 @dataclass(frozen=True)
 class Action:
@@ -177,7 +183,7 @@ def check_sysctl_key(key: Any, where: str) -> str:
     return dotted
 
 
-def _end(raw: Any, link_name: str, side: str, namespaces: set[str]) -> End:
+def _end(raw: Any, link_name: str, side: str, namespaces: set[str] | None) -> End:
     where = f"link {link_name}: end {side}"
     if not isinstance(raw, dict):
         raise TopologyError(f"{where} must be a dict with netns and ifname, got {raw!r}")
@@ -185,7 +191,7 @@ def _end(raw: Any, link_name: str, side: str, namespaces: set[str]) -> End:
     if unknown:
         raise TopologyError(f"{where}: unknown key(s) {sorted(unknown)}")
     netns = check_netns_name(raw.get("netns"), where)
-    if netns not in namespaces:
+    if namespaces is not None and netns not in namespaces:
         raise TopologyError(f"{where} names undefined host/namespace {netns!r} (not in namespaces)")
     ifname = check_ifname(raw.get("ifname"), where)
     addresses = raw.get("address")
@@ -200,9 +206,16 @@ def _end(raw: Any, link_name: str, side: str, namespaces: set[str]) -> End:
 
 
 def normalize(
-    namespaces: list[Any] | None, links: list[Any] | None, sysctls: dict[str, Any] | None = None
+    namespaces: list[Any] | None,
+    links: list[Any] | None,
+    sysctls: dict[str, Any] | None = None,
+    ends_in_namespaces: bool = True,
 ) -> Topology:
-    """Validate the whole spec (raising on the first bad value) and return it in canonical form."""
+    """Validate the whole spec (raising on the first bad value) and return it in canonical form.
+
+    ``ends_in_namespaces``: link ends must name a namespace of ``namespaces`` (state present). For state absent
+    it is False: ``namespaces`` lists what to delete, and a link may be removed from namespaces that stay.
+    """
     names: list[str] = []
     for name in namespaces or []:
         check_netns_name(name)
@@ -228,8 +241,8 @@ def normalize(
         if name in seen_names:
             raise TopologyError(f"link name {name!r} is used twice")
         seen_names.add(name)
-        a = _end(raw["a"], name, "a", known)
-        b = _end(raw["b"], name, "b", known)
+        a = _end(raw["a"], name, "a", known if ends_in_namespaces else None)
+        b = _end(raw["b"], name, "b", known if ends_in_namespaces else None)
         for end in (a, b):
             key = (end.netns, end.ifname)
             if key in seen_if:
@@ -367,7 +380,7 @@ def plan(topo: Topology, live: dict[str, Any], state: str = "present") -> list[A
 def view_live(topo: Topology, live: dict[str, Any]) -> dict[str, Any]:
     """The part of the live state the spec talks about, for diff 'before'/'after'."""
     out: dict[str, Any] = {}
-    for ns in topo.namespaces:
+    for ns in topo.referenced:
         state = live.get(ns)
         if state is None:
             continue

@@ -34,7 +34,9 @@ options:
     default: []
   links:
     description:
-      - veth pairs. Each end names a namespace from O(namespaces).
+      - veth pairs. With O(state=present) each end names a namespace from O(namespaces).
+      - With O(state=absent) the pairs are deleted; their ends may name namespaces not in O(namespaces),
+        which then stay (only the pair goes).
     type: list
     elements: dict
     default: []
@@ -238,8 +240,8 @@ class Kernel:
 
     def read(self, topo: Topology) -> dict[str, Any]:
         live: dict[str, Any] = {}
-        present = [ns for ns in topo.namespaces if netns_exists(ns)]
-        for ns in topo.namespaces:
+        present = [ns for ns in topo.referenced if netns_exists(ns)]
+        for ns in topo.referenced:
             live[ns] = self._read_ns(ns, present, topo) if ns in present else None
         return live
 
@@ -489,7 +491,8 @@ def main() -> None:
     state = module.params["state"]
     try:
         topo = normalize(module.params["namespaces"], module.params["links"],
-                         module.params["sysctls"] if state == "present" else {})
+                         module.params["sysctls"] if state == "present" else {},
+                         ends_in_namespaces=state == "present")
     except TopologyError as exc:
         module.fail_json(msg=str(exc))
 

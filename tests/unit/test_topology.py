@@ -382,13 +382,24 @@ def test_h3_absent_removes_exactly_what_it_names():
 def test_h3_absent_of_a_link_alone_keeps_the_namespaces():
     topo = normalize(NS, spec_links())
     live = simulate(empty_live(), plan(topo, empty_live()))
-    # the links of a validated spec, without its namespaces: only the pairs go (one delete per pair)
-    link_only = type(topo)(namespaces=(), links=topo.links)
+    # links only (state absent): their namespaces need not be listed, and stay; one delete per pair
+    link_only = normalize([], spec_links(), ends_in_namespaces=False)
+    assert link_only.referenced == ("t-gen", "t-dut", "t-sink")
     actions = plan(link_only, live, "absent")
     assert [a.describe() for a in actions] == ["delete_veth t-gen/veth0", "delete_veth t-dut/veth1"]
     after = simulate(live, actions)
     assert all(after[ns] is not None for ns in NS)
     assert all(not after[ns]["links"] for ns in NS)
+
+
+def test_h3_link_ends_must_be_listed_only_for_present():
+    with pytest.raises(TopologyError, match="undefined host/namespace 't-gen'"):
+        normalize([], spec_links())
+    # absent: validated all the same
+    links = spec_links()
+    links[0]["a"]["ifname"] = "x" * 16
+    with pytest.raises(TopologyError, match="longer than 15"):
+        normalize([], links, ends_in_namespaces=False)
 
 
 def test_h3_sysctl_compare_ignores_whitespace():

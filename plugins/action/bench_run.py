@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 import threading
 import time
+import traceback
 from typing import Any
 
 from ansible import constants as C
@@ -75,8 +76,10 @@ class ActionModule(ActionBase):
         shell_opts = {k: self._templar.template(variables[k])
                       for k in C.config.get_plugin_vars("shell", conn._shell._load_name) if k in variables}
         conn._shell.set_options(task_keys=task_keys, var_options=shell_opts)
+        task = self._task.copy()
+        task.delegate_to = None  # the module runs on `host` itself, through its own connection
         handler = self._shared_loader_obj.action_loader.get(
-            "ansible.legacy.normal", task=self._task.copy(), connection=conn, play_context=pc,
+            "ansible.legacy.normal", task=task, connection=conn, play_context=pc,
             loader=self._loader, templar=self._templar, shared_loader_obj=self._shared_loader_obj)
         try:
             return handler._execute_module(module_name=module_name, module_args=module_args, task_vars=variables)
@@ -166,7 +169,8 @@ class ActionModule(ActionBase):
                     args, interval=float(args.get("sample_interval", 0.1)), bursts=reps,
                     idle=min(0.3, max(0.15, float(args.get("gap", 0.6)) / 2)), max_duration=max_duration), task_vars)
             except Exception as exc:  # noqa: BLE001 - reported as this point's failure below
-                holder["res"] = {"failed": True, "msg": f"DUT sampler on {args['dut']!r}: {exc}"}
+                holder["res"] = {"failed": True, "msg": f"DUT sampler on {args['dut']!r}: {exc}",
+                                 "exception": traceback.format_exc()}
 
         thread = threading.Thread(target=sampler, name="xdplab-sampler", daemon=True)
         thread.start()

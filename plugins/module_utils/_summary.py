@@ -45,7 +45,7 @@ def table(records: list[dict]) -> str:
 
 
 def load_run(run_dir: str) -> list[dict]:
-    """Records v1 of one run directory, in file-name order; other JSON files are skipped."""
+    """Records v1 of one run directory, in the order they were started; other JSON files are skipped."""
     records = []
     for name in sorted(os.listdir(run_dir)):
         if not name.endswith(".json") or name == "run.json":
@@ -54,4 +54,5 @@ def load_run(run_dir: str) -> list[dict]:
             data = json.load(fh)
         if isinstance(data, dict) and data.get("schema") == SCHEMA:
             records.append(data)
+    records.sort(key=lambda r: (r.get("started", ""), r.get("scenario", "")))
     return records

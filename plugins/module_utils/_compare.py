@@ -114,7 +114,9 @@ def match(base_records: list[dict], cand_records: list[dict], *, base_variant: s
         raise RecordError(f"{base_where}: no records of variant {base_variant!r}")
     if not c:
         raise RecordError(f"{cand_where}: no records of variant {cand_variant!r}")
-    pairs = [(b[k], c[k]) for k in sorted(set(b) & set(c))]
+    common = sorted(set(b) & set(c), key=lambda k: (k[0], tuple(
+        (name, _sort_value(v)) for name, v in sorted(b[k]["params"].items()))))
+    pairs = [(b[k], c[k]) for k in common]
     unmatched = [{"side": side, "scenario": k[0], "params": recs[k]["params"], "record": recs[k]["_path"]}
                  for side, recs, other in (("baseline", b, c), ("candidate", c, b))
                  for k in sorted(recs) if k not in other]

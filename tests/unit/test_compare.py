@@ -72,7 +72,7 @@ def test_h4_load_and_match_dirs(tmp_path):
     (tmp_path / "runA" / "run.json").write_text(json.dumps({"run_id": "x"}))
     a, b = load_results(str(tmp_path / "runA")), load_results(str(tmp_path / "runB"))
     pairs, unmatched = match(a, b)
-    assert [p[0]["params"]["pkt_size"] for p in pairs] == [128, 64]  # sorted canonical key
+    assert [p[0]["params"]["pkt_size"] for p in pairs] == [64, 128]  # numeric param order
     assert unmatched == [{"side": "candidate", "scenario": "xdp_drop", "params": {"pkt_size": 1500},
                           "record": str(tmp_path / "runB" / record_filename("xdp_drop", "patched",
                                                                             {"pkt_size": 1500}))}]

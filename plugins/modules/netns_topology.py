@@ -22,7 +22,7 @@ author: xdplab.testbed contributors
 requirements:
   - pyroute2 >= 0.9.1
   - root (CAP_NET_ADMIN, CAP_SYS_ADMIN)
-  - ethtool, only when O(links[].gro) is set
+  - ethtool netlink in the kernel (CONFIG_ETHTOOL_NETLINK), only when O(links[].gro) is set
 options:
   namespaces:
     description:
@@ -172,6 +172,7 @@ import traceback
 from typing import Any
 
 from ansible.module_utils.basic import AnsibleModule, missing_required_lib
+from ansible_collections.xdplab.testbed.plugins.module_utils._ethtool import EthtoolNetlink
 from ansible_collections.xdplab.testbed.plugins.module_utils._topology import (
     Action,
     Topology,
@@ -197,14 +198,6 @@ IFF_UP = 0x1
 RT_SCOPE_LINK = 253
 
 
-class CommandError(RuntimeError):
-    """A tool failed; carries rc/stdout/stderr for fail_json."""
-
-    def __init__(self, msg: str, **details: Any) -> None:
-        super().__init__(msg)
-        self.details = details
-
-
 def netns_path(name: str) -> str:
     return os.path.join(NETNS_RUN_DIR, name)
 
@@ -215,10 +208,9 @@ def netns_exists(name: str) -> bool:
 
 
 class Kernel:
-    """Netlink access per namespace (one socket each), plus procfs and ethtool where netlink lacks it."""
+    """rtnetlink per namespace (one socket each), ethtool netlink for GRO, procfs for sysctls."""
 
-    def __init__(self, module: AnsibleModule) -> None:
-        self.module = module
+    def __init__(self) -> None:
         self._ipr: dict[str, Any] = {}
 
     def ipr(self, ns: str):
@@ -350,21 +342,13 @@ class Kernel:
 
         self._in_netns(ns, write)
 
-    def _ethtool(self, ns: str, args: list[str]) -> str:
-        ip = self.module.get_bin_path("ip", required=True)
-        ethtool = self.module.get_bin_path("ethtool", required=True)
-        argv = [ip, "netns", "exec", ns, ethtool, *args]
-        rc, out, err = self.module.run_command(argv, environ_update={"LC_ALL": "C"})
-        if rc != 0:
-            raise CommandError(f"ethtool {' '.join(args)} in namespace {ns!r} failed: {err.strip()}",
-                               rc=rc, stdout=out, stderr=err, cmd=argv)
-        return out
-
     def read_gro(self, ns: str, ifname: str) -> bool | None:
-        for line in self._ethtool(ns, ["-k", ifname]).splitlines():
-            if line.startswith("generic-receive-offload:"):
-                return line.split(":", 1)[1].split()[0] == "on"
-        return None
+        with EthtoolNetlink(netns=ns) as eth:
+            return eth.get_features(ifname)["active"].get("rx-gro")
+
+    def write_gro(self, ns: str, ifname: str, value: bool) -> None:
+        with EthtoolNetlink(netns=ns) as eth:
+            eth.set_features(ifname, {"rx-gro": value})
 
     # ---------------------------------------------------------------- writing
 
@@ -407,7 +391,7 @@ class Kernel:
             self.ipr(ns).addr("add" if op == "add_addr" else "del", index=self.index(ns, ifname),
                               address=address, prefixlen=int(prefixlen))
         elif op == "set_gro":
-            self._ethtool(ns, ["-K", ifname, "gro", "on" if value else "off"])
+            self.write_gro(ns, ifname, value)
         elif op == "sysctl":
             self.write_sysctl(ns, ifname, value)
         elif op == "delete_netns":
@@ -496,7 +480,7 @@ def main() -> None:
     except TopologyError as exc:
         module.fail_json(msg=str(exc))
 
-    kernel = Kernel(module)
+    kernel = Kernel()
     undo: list[tuple[str, str, str | None]] = []
     current: Action | None = None
     try:
@@ -526,7 +510,7 @@ def main() -> None:
         msg = f"netns_topology failed{where}: {exc}"
         if undo:
             msg += "; rolled back what this run created" + (f", except: {'; '.join(left)}" if left else "")
-        module.fail_json(msg=msg, exception=traceback.format_exc(), **getattr(exc, "details", {}))
+        module.fail_json(msg=msg, exception=traceback.format_exc())
 
 
 if __name__ == "__main__":

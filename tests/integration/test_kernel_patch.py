@@ -1,0 +1,177 @@
+"""kernel_patch on a real slice of Debian's linux-source-6.1 (Makefile, net/core/pktgen.c,
+Documentation/networking/pktgen.rst) with the project's fixture series: real patch(1) and git am -3,
+idempotence, extend/reset, and every bad-input path leaving the tree byte-for-byte as before."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+ANSIBLE = REPO / ".venv" / "bin" / "ansible"
+TARBALL = Path("/usr/src/linux-source-6.1.tar.xz")
+FIXTURE = sorted((REPO / "files" / "patches" / "fixture").glob("*.patch"))
+MEMBERS = ["Makefile", "net/core/pktgen.c", "Documentation/networking/pktgen.rst"]
+MARKER = "xdplab-fixture: pgctrl-marker=1"
+
+pytestmark = pytest.mark.skipif(not TARBALL.exists(), reason="linux-source-6.1 not installed (requirements-apt.txt)")
+
+
+@pytest.fixture(scope="module")
+def pristine(tmp_path_factory):
+    root = tmp_path_factory.mktemp("h5src")
+    subprocess.run(["tar", "-xf", str(TARBALL), "-C", str(root), "--strip-components=1",
+                    *[f"linux-source-6.1/{m}" for m in MEMBERS]], check=True)
+    return root
+
+
+@pytest.fixture
+def tree(pristine, tmp_path):
+    dst = tmp_path / "tree"
+    shutil.copytree(pristine, dst)
+    return dst
+
+
+@pytest.fixture
+def gittree(tree):
+    env = {**os.environ, "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.invalid",
+           "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@example.invalid"}
+    for argv in (["git", "init", "-q"], ["git", "add", "-A"], ["git", "commit", "-qm", "base"]):
+        subprocess.run(argv, cwd=tree, check=True, env=env)
+    return tree
+
+
+def snapshot(root: Path) -> dict[str, str]:
+    """sha256 of every file outside .git and the module's own state directory."""
+    out = {}
+    for p in sorted(root.rglob("*")):
+        rel = p.relative_to(root).as_posix()
+        if p.is_file() and not rel.startswith((".git/", ".xdplab/")):
+            out[rel] = hashlib.sha256(p.read_bytes()).hexdigest()
+    return out
+
+
+def kernel_patch(src: Path, patches: list[dict], check: bool = False, **extra) -> dict:
+    args = {"src": str(src), "patches": patches, **extra}
+    argv = [str(ANSIBLE), "localhost", "-m", "xdplab.testbed.kernel_patch", "-a", json.dumps(args)]
+    if check:
+        argv.append("--check")
+    cp = subprocess.run(argv, capture_output=True, text=True, cwd=REPO,
+                        env={**os.environ, "ANSIBLE_STDOUT_CALLBACK": "ansible.posix.json",
+                             "ANSIBLE_LOAD_CALLBACK_PLUGINS": "1", "ANSIBLE_CALLBACKS_ENABLED": "ansible.posix.json"})
+    data = json.loads(cp.stdout)
+    return data["plays"][0]["tasks"][0]["hosts"]["localhost"]
+
+
+def fx(*idx: int) -> list[dict]:
+    return [{"path": str(FIXTURE[i])} for i in idx]
+
+
+def bad_patch(tmp_path: Path) -> Path:
+    """Fixture patch 1 with its context changed so it cannot apply."""
+    text = FIXTURE[0].read_text().replace(" \tseq_puts(seq, version);\n", " \tseq_puts(seq, no_such_context);\n")
+    text = text.replace("pktgen: show an xdplab fixture marker in pgctrl", "pktgen: a patch that does not apply")
+    path = tmp_path / "9999-bad.patch"
+    path.write_text(text)
+    return path
+
+
+def test_patch_tree_apply_idempotent_and_check_mode(tree):
+    before = snapshot(tree)
+    res = kernel_patch(tree, fx(0, 1), check=True)
+    assert res["changed"] is True and res["applied"] == [
+        "pktgen: show an xdplab fixture marker in pgctrl", "docs: pktgen: mention the xdplab fixture marker"]
+    assert snapshot(tree) == before, "check mode touched the tree"
+
+    res = kernel_patch(tree, fx(0, 1))
+    assert res["changed"] is True and res["method"] == "patch"
+    assert MARKER in (tree / "net/core/pktgen.c").read_text()
+    assert "xdplab-fixture:" in (tree / "Documentation/networking/pktgen.rst").read_text()
+    record = json.loads((tree / ".xdplab" / "series.json").read_text())
+    assert [p["subject"] for p in record["patches"]] == res["applied"]
+    assert all(len(p["patch_id"]) == 40 for p in record["patches"])
+
+    after = snapshot(tree)
+    res2 = kernel_patch(tree, fx(0, 1))
+    assert res2["changed"] is False and res2["applied"] == []
+    assert snapshot(tree) == after
+
+
+def test_patch_tree_extend_then_reset(tree):
+    kernel_patch(tree, fx(0))
+    res = kernel_patch(tree, fx(0, 1))
+    assert res["changed"] and res["applied"] == ["docs: pktgen: mention the xdplab fixture marker"]
+    assert res["reverted"] == []
+    res = kernel_patch(tree, fx(1))
+    assert res["changed"] and len(res["reverted"]) == 2 and res["applied"] == [
+        "docs: pktgen: mention the xdplab fixture marker"]
+    assert MARKER not in (tree / "net/core/pktgen.c").read_text()
+    assert "xdplab-fixture:" in (tree / "Documentation/networking/pktgen.rst").read_text()
+
+
+def test_patch_tree_conflict_names_patch_and_file_and_rolls_back(tree, tmp_path):
+    kernel_patch(tree, fx(1))  # a recorded series that the failing run must leave intact
+    before = snapshot(tree)
+    res = kernel_patch(tree, [*fx(0, 1), {"path": str(bad_patch(tmp_path))}])
+    assert res.get("failed") is True
+    assert "9999-bad.patch" in res["msg"] and "net/core/pktgen.c" in res["msg"]
+    assert res["files"] == ["net/core/pktgen.c"]
+    assert snapshot(tree) == before
+
+
+def test_git_tree_am_idempotent_and_conflict(gittree, tmp_path):
+    res = kernel_patch(gittree, fx(0, 1))
+    assert res["changed"] and res["method"] == "git"
+    log = subprocess.run(["git", "log", "--format=%s", "-3"], cwd=gittree, capture_output=True, text=True,
+                         check=True).stdout.splitlines()
+    assert log == ["docs: pktgen: mention the xdplab fixture marker",
+                   "pktgen: show an xdplab fixture marker in pgctrl", "base"]
+    assert kernel_patch(gittree, fx(0, 1))["changed"] is False
+
+    head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=gittree, capture_output=True, text=True).stdout
+    before = snapshot(gittree)
+    res = kernel_patch(gittree, [*fx(0, 1), {"path": str(bad_patch(tmp_path))}])
+    assert res.get("failed") is True and "9999-bad.patch" in res["msg"] and "net/core/pktgen.c" in res["msg"]
+    assert subprocess.run(["git", "rev-parse", "HEAD"], cwd=gittree, capture_output=True,
+                          text=True).stdout == head
+    assert not (gittree / ".git" / "rebase-apply").exists()
+    assert snapshot(gittree) == before
+
+
+def test_bad_input_leaves_tree_unchanged(tree, tmp_path):
+    before = snapshot(tree)
+    wrong = "0" * 64
+    res = kernel_patch(tree, [{"path": str(FIXTURE[0]), "sha256": wrong}])
+    assert res.get("failed") and "sha256 mismatch" in res["msg"] and FIXTURE[0].name in res["msg"]
+    res = kernel_patch(tree, [{"url": "http://127.0.0.1:9/h5-nothing.patch"}], timeout=5)
+    assert res.get("failed") and "unreachable" in res["msg"] and "h5-nothing.patch" in res["msg"]
+    res = kernel_patch(tree, [{"path": str(tmp_path / "missing.patch")}])
+    assert res.get("failed") and "missing.patch" in res["msg"]
+    empty = tmp_path / "empty.patch"
+    empty.write_text("Subject: nothing here\n\njust words\n")
+    res = kernel_patch(tree, [{"path": str(empty)}])
+    assert res.get("failed") and "contains no diff" in res["msg"]
+    res = kernel_patch(tmp_path, fx(0))
+    assert res.get("failed") and "not a kernel source tree" in res["msg"]
+    assert snapshot(tree) == before
+    assert not (tree / ".xdplab").exists()
+
+
+def test_sha256_match_is_accepted(tree):
+    digest = hashlib.sha256(FIXTURE[0].read_bytes()).hexdigest()
+    res = kernel_patch(tree, [{"path": str(FIXTURE[0]), "sha256": digest}])
+    assert res["changed"] and res["applied"] == ["pktgen: show an xdplab fixture marker in pgctrl"]
+
+
+def test_mbox_series_is_split(tree, tmp_path):
+    mbox = tmp_path / "series.mbox"
+    mbox.write_text("".join(p.read_text() for p in FIXTURE))
+    res = kernel_patch(tree, [{"path": str(mbox)}])
+    assert res["changed"] and len(res["applied"]) == 2
+    assert [p["name"] for p in res["patches"]] == ["series.mbox#1", "series.mbox#2"]

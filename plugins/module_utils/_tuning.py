@@ -279,6 +279,8 @@ def _plan_features(plan: NicPlan, current: dict[str, Any], unsupported_groups: d
                 f" or a kernel feature name such as rx-gro)")
             continue
         changeable = [m for m in members if feats["hw"].get(m) and not feats["nochange"].get(m)]
+        if not changeable and all(bool(feats["wanted"].get(m)) == value for m in members):
+            continue  # fixed, but already what was asked (lro: false on a device without LRO)
         if not changeable:
             plan.unsupported.append(Unsupported(
                 "features", name, f"{iface}: feature {name} ({', '.join(members)}) is fixed on this device"))

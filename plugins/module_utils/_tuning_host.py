@@ -166,7 +166,7 @@ def netfilter_unload_order(modules: dict[str, list[str]]) -> list[str]:
 
 # -- kernel command line through /etc/default/grub -----------------------------
 
-_GRUB_RE = re.compile(r'^(GRUB_CMDLINE_LINUX=)(["\']?)(.*?)\2\s*$', re.MULTILINE)
+_GRUB_RE = re.compile(r'^(GRUB_CMDLINE_LINUX=)(["\']?)(.*?)\2[ \t]*$', re.MULTILINE)
 
 
 def grub_cmdline(text: str) -> str | None:

@@ -66,22 +66,11 @@ import ansible.constants as C
 from ansible.errors import AnsibleConnectionFailure
 from ansible.plugins.connection.local import Connection as LocalConnection
 from ansible.utils.display import Display
+from ansible_collections.xdplab.testbed.plugins.module_utils._topology import TopologyError, check_netns_name
 
 display = Display()
 
 NETNS_RUN_DIR = "/run/netns"
-NETNS_NAME_MAX = 32
-
-
-def netns_name_problem(name: str) -> str | None:
-    """Why ``name`` cannot be a namespace name of ours, or None when it can."""
-    if not name:
-        return "is empty"
-    if len(name.encode()) > NETNS_NAME_MAX:
-        return f"is longer than {NETNS_NAME_MAX} bytes"
-    if "/" in name or "\0" in name or ".." in name or name.startswith("-") or any(c.isspace() for c in name):
-        return "contains '/', '..', NUL or whitespace, or starts with '-'"
-    return None
 
 
 class Connection(LocalConnection):
@@ -97,9 +86,10 @@ class Connection(LocalConnection):
 
     def _resolve(self) -> tuple[str, str]:
         name = self.get_option("netns") or self._play_context.remote_addr
-        problem = netns_name_problem(name or "")
-        if problem:
-            raise AnsibleConnectionFailure(f"xdplab.testbed.netns: namespace name {name!r} {problem}")
+        try:
+            check_netns_name(name, "xdplab.testbed.netns")  # the same rule as the netns_topology module
+        except TopologyError as exc:
+            raise AnsibleConnectionFailure(str(exc)) from None
         path = os.path.join(NETNS_RUN_DIR, name)
         # A namespace is a bind mount of an nsfs inode; a leftover plain file is not one.
         if not os.path.ismount(path):

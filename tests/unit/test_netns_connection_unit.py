@@ -75,17 +75,3 @@ def test_h3_bad_namespace_name_is_refused_before_running_anything(fake_run, bad)
         make(netns=bad).exec_command("true")
     assert repr(bad) in str(err.value)
     assert fake_run == []
-
-
-def test_h3_name_rule_matches_the_module():
-    from ansible_collections.xdplab.testbed.plugins.module_utils import _topology
-
-    assert netns_plugin.NETNS_NAME_MAX == _topology.NETNS_NAME_MAX
-    for name in ("ok-name", "a" * 32, "a" * 33, "a/b", "..", "-x", "tab\tx"):
-        plugin_ok = netns_plugin.netns_name_problem(name) is None
-        try:
-            _topology.check_netns_name(name)
-            module_ok = True
-        except _topology.TopologyError:
-            module_ok = False
-        assert plugin_ok == module_ok, name

@@ -24,6 +24,12 @@ from ansible_collections.xdplab.testbed.plugins.module_utils._benchspec import (
     ACTION_SPEC,
     GENERATOR_SPEC,
 )
+from ansible_collections.xdplab.testbed.plugins.module_utils._counters import CounterError, check_spec
+from ansible_collections.xdplab.testbed.plugins.module_utils._generators import (
+    GeneratorParamError,
+    trafgen_argv,
+    xdpgen_argv,
+)
 from ansible_collections.xdplab.testbed.plugins.module_utils._record import (
     build_record,
     iso,
@@ -38,6 +44,16 @@ MODULE = "xdplab.testbed.bench_run"
 SAMPLER = "xdplab.testbed.bench_sample"
 # Extra seconds the sampler may run past the expected end of the generator runs.
 SAMPLER_SLACK = 8.0
+# The sampler gives up when the counter has not moved for lead + gap + this many seconds.
+STALL_MARGIN = 4.0
+
+
+def check_generator_params(tool: str, params: dict) -> None:
+    """Raise GeneratorParamError naming the bad value, as the generator module would."""
+    if tool == "xdpgen":
+        xdpgen_argv(params)
+    elif tool == "trafgen":
+        trafgen_argv(params, "trafgen.cfg")
 
 
 class ActionModule(ActionBase):
@@ -97,6 +113,12 @@ class ActionModule(ActionBase):
         args = {k: v for k, v in args.items() if v is not None}
         if self._task.check_mode:
             return dict(result, skipped=True, msg="bench_run sends traffic: not run in check mode")
+        try:  # bad parameters fail here, before anything starts on any host
+            check_generator_params(args.get("tool", "xdpgen"), args.get("params") or {})
+            if args.get("counter"):
+                check_spec(args["counter"])
+        except (GeneratorParamError, CounterError) as exc:
+            return dict(result, failed=True, msg=str(exc))
         mode = args.get("sampler", "continuous")
         reps = int(args.get("repetitions", 3))
         params = dict(args.get("params") or {})
@@ -149,7 +171,8 @@ class ActionModule(ActionBase):
             return dict(result, failed=True, msg=str(exc), reps=reps_out)
         result.update(changed=False, record=record, reps=reps_out, bound=bound, runs=runs)
         if args.get("results_dir"):
-            path = os.path.join(args["results_dir"], record_filename(record["scenario"], record["variant"], record_params))
+            name = record_filename(record["scenario"], record["variant"], record_params)
+            path = os.path.join(args["results_dir"], name)
             write_json_atomic(path, record)
             result.update(changed=True, record_path=path)
         return result
@@ -167,7 +190,8 @@ class ActionModule(ActionBase):
             try:
                 holder["res"] = self._run_on_host(args["dut"], SAMPLER, self._sampler_args(
                     args, interval=float(args.get("sample_interval", 0.1)), bursts=reps,
-                    idle=min(0.3, max(0.15, float(args.get("gap", 0.6)) / 2)), max_duration=max_duration), task_vars)
+                    idle=min(0.3, max(0.15, float(args.get("gap", 0.6)) / 2)), max_duration=max_duration,
+                    stall=lead + float(args.get("gap", 0.6)) + STALL_MARGIN), task_vars)
             except Exception as exc:  # noqa: BLE001 - reported as this point's failure below
                 holder["res"] = {"failed": True, "msg": f"DUT sampler on {args['dut']!r}: {exc}",
                                  "exception": traceback.format_exc()}

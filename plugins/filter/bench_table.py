@@ -33,7 +33,6 @@ _value:
 """
 
 from ansible.errors import AnsibleFilterError
-
 from ansible_collections.xdplab.testbed.plugins.module_utils._summary import load_run, table
 
 

@@ -40,6 +40,12 @@ options:
     description: Seconds without counter movement that end a burst.
     type: float
     default: 0.3
+  stall:
+    description:
+      - Stop when the counter has not moved for this many seconds (before the first burst, or
+        between bursts): the generator died or the DUT stopped counting. C(0) disables it.
+    type: float
+    default: 5
   max_duration:
     description: Upper bound on sampling time, in seconds.
     type: float
@@ -133,8 +139,11 @@ def ethtool_snapshot(module: AnsibleModule, interfaces: list[str]) -> dict[str, 
     return snap
 
 
-def sample(read, interval: float, bursts: int, idle: float, max_duration: float):
-    """Read until `bursts` bursts have ended, or max_duration. Returns (times, counts)."""
+def sample(read, interval: float, bursts: int, idle: float, max_duration: float, stall: float = 0.0):
+    """Read until `bursts` bursts have ended, the counter stalls for `stall` s, or max_duration.
+
+    Returns (times, counts).
+    """
     t0 = time.monotonic()
     times, counts = [0.0], [read()]
     seen, moving, last_move = 0, False, 0.0
@@ -152,7 +161,7 @@ def sample(read, interval: float, bursts: int, idle: float, max_duration: float)
             seen += 1
             if seen >= bursts:
                 break
-        if now >= max_duration:
+        if now >= max_duration or (stall and not moving and now - last_move >= stall):
             break
     return times, counts
 
@@ -164,13 +173,14 @@ def main() -> None:
             interval=dict(type="float", default=0.1),
             bursts=dict(type="int", default=1),
             idle=dict(type="float", default=0.3),
+            stall=dict(type="float", default=5.0),
             max_duration=dict(type="float", default=120.0),
             ethtool_interfaces=dict(type="list", elements="str", default=[]),
         ),
         supports_check_mode=True,
     )
     p = module.params
-    for name, low in (("interval", 0.0), ("idle", 0.01), ("max_duration", 0.1)):
+    for name, low in (("interval", 0.0), ("idle", 0.01), ("max_duration", 0.1), ("stall", 0.0)):
         if p[name] < low:
             module.fail_json(msg=f"{name} must be >= {low}, got {p[name]!r}")
     if p["bursts"] < 1:
@@ -185,7 +195,7 @@ def main() -> None:
         if p["interval"] == 0:
             times, counts = [0.0], [read()]
         else:
-            times, counts = sample(read, p["interval"], p["bursts"], p["idle"], p["max_duration"])
+            times, counts = sample(read, p["interval"], p["bursts"], p["idle"], p["max_duration"], p["stall"])
         cpu_after = read_proc_stat()
         eth_after = ethtool_snapshot(module, p["ethtool_interfaces"])
     except CounterError as exc:

@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 
 import pytest
-
 from ansible_collections.xdplab.testbed.plugins.module_utils._counters import (
     CounterError,
     check_spec,

@@ -6,7 +6,6 @@ import json
 import os
 
 import pytest
-
 from ansible_collections.xdplab.testbed.plugins.module_utils import _record
 from ansible_collections.xdplab.testbed.plugins.module_utils._record import (
     RUN_ID_RE,

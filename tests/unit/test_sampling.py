@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import pytest
-
 from ansible_collections.xdplab.testbed.plugins.module_utils._sampling import (
     SamplingError,
     bound_label,

@@ -16,7 +16,6 @@ import tempfile
 from pathlib import Path
 
 import pytest
-
 from ansible_collections.xdplab.testbed.plugins.module_utils import _qemu
 
 pytestmark = [pytest.mark.qemu, pytest.mark.root]

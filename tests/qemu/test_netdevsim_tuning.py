@@ -3,10 +3,11 @@
 """nic_tuning on netdevsim, INSIDE the QEMU-booted kernel (netdevsim is not in the host kernel).
 
 tests/qemu/test_netdevsim_runner.py boots the guest kernel with the collection's QEMU runner and runs
-this file there with XDPLAB_IN_GUEST=1; on the host this module is skipped as a whole because that
-runner is what executes it. netdevsim implements coalesce (all parameters), rings (maxima 4096),
-pause (rx/tx, autoneg refused), channels (combined, maximum = the device's queue count) and
-features: apply, idempotence, check mode and restore exact, each read back with the ethtool CLI.
+this file there with XDPLAB_IN_GUEST=1 (a guest `pytest tests/qemu` through qemu_exec runs it too);
+on the host this module is skipped as a whole because that runner is what executes it.
+netdevsim implements coalesce (all parameters), rings (maxima 4096), pause (rx/tx, autoneg
+refused), channels (combined, maximum = the device's queue count) and features: apply,
+idempotence, check mode and restore exact, each read back with the ethtool CLI.
 """
 
 from __future__ import annotations
@@ -22,7 +23,10 @@ from pathlib import Path
 
 import pytest
 
-if os.environ.get("XDPLAB_IN_GUEST") != "1":
+# Same guest test as tests/qemu/test_guest_kernel.py (hostname set by _qemu's init), or the runner's variable.
+IN_GUEST = os.environ.get("XDPLAB_IN_GUEST") == "1" or (
+    os.uname().nodename == "xdplab-guest" and Path("/run/xdplab-out").is_dir())
+if not IN_GUEST:
     pytest.skip("runs inside the QEMU guest (tests/qemu/test_netdevsim_runner.py boots it)", allow_module_level=True)
 
 pytestmark = pytest.mark.qemu

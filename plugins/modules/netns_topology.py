@@ -64,7 +64,7 @@ options:
         required: true
         suboptions: &end
           netns:
-            description: Namespace of this end; must be listed in O(namespaces).
+            description: Namespace of this end; with O(state=present) it must be listed in O(namespaces).
             type: str
             required: true
           ifname:

@@ -152,6 +152,14 @@ from ansible_collections.xdplab.testbed.plugins.module_utils import _tuning  # n
 from ansible_collections.xdplab.testbed.plugins.module_utils import _tuning_host as th  # noqa: E402
 
 
+class CommandError(Exception):
+    """A tool failed; raised (not fail_json) so _apply can roll back first."""
+
+    def __init__(self, msg: str, rc: int, stdout: str, stderr: str) -> None:
+        super().__init__(msg)
+        self.rc, self.stdout, self.stderr = rc, stdout, stderr
+
+
 class Host:
     """The live host, through argv tools and sysfs."""
 
@@ -162,7 +170,7 @@ class Host:
     def run(self, argv: list[str]) -> str:
         rc, out, err = self.m.run_command(argv, environ_update={"LC_ALL": "C"})
         if rc != 0:
-            self.m.fail_json(msg=f"{' '.join(argv)} failed", rc=rc, stdout=out, stderr=err)
+            raise CommandError(f"{' '.join(argv)} failed", rc, out, err)
         return out
 
     def write(self, path: str, value: str) -> None:
@@ -175,7 +183,11 @@ class Host:
     # knob setters: value None means "back to off/none" where that exists
     def set_tuned_profile(self, value: str | None) -> None:
         exe = self.m.get_bin_path("tuned-adm", required=True)
-        self.run([exe, "profile", value] if value else [exe, "off"])
+        argv = [exe, "profile", value] if value else [exe, "off"]
+        rc, out, err = self.m.run_command(argv, environ_update={"LC_ALL": "C"})
+        # tuned-adm can exit 0 without applying anything ("(re)start failed"): check its words too.
+        if rc != 0 or "failed" in (out + err).lower() or "Cannot talk to TuneD" in out + err:
+            raise CommandError(f"{' '.join(argv)} did not apply the profile", rc, out, err)
 
     def set_governor(self, value: str | dict[str, str]) -> None:
         cpus = th._cpus("/")
@@ -234,8 +246,14 @@ def _unsupported_reason(p: dict[str, Any], knob: str, cur: dict[str, Any], mods:
         return "this kernel/CPU has no SMT control (smt/control is notsupported or absent)"
     if knob == "cpu_dma_latency" and not os.path.exists("/dev/cpu_dma_latency"):
         return "/dev/cpu_dma_latency does not exist"
-    if knob == "tuned_profile" and not host.m.get_bin_path("tuned-adm"):
-        return "tuned-adm is not installed (Debian package tuned)"
+    if knob == "tuned_profile":
+        exe = host.m.get_bin_path("tuned-adm")
+        if not exe:
+            return "tuned-adm is not installed (Debian package tuned)"
+        _rc, out, err = host.m.run_command([exe, "active"], environ_update={"LC_ALL": "C"})
+        if "Cannot talk to TuneD daemon" in out + err:
+            # Without the daemon, `tuned-adm profile` only records the name and applies nothing.
+            return "the TuneD daemon is not running (tuned-adm cannot reach it over D-Bus; start tuned)"
     if knob == "netfilter_unload" and value and mods is None:
         return "this kernel has no loadable modules (/proc/modules absent)"
     if knob == "kernel_cmdline" and not os.path.exists(p["grub_file"]):
@@ -325,7 +343,10 @@ def _apply(host: Host, changes: dict[str, dict[str, Any]]) -> None:
                 _restore_knob(host, knob, changes[knob]["before"])
             except Exception:  # noqa: BLE001,S110 - best effort, the original error is raised
                 pass
-        raise RuntimeError(f"{exc} (rolled back: {', '.join(done) or 'nothing applied'})") from exc
+        note = f" (rolled back: {', '.join(done) or 'nothing applied'})"
+        if isinstance(exc, CommandError):
+            raise CommandError(str(exc) + note, exc.rc, exc.stdout, exc.stderr) from exc
+        raise RuntimeError(f"{exc}{note}") from exc
 
 
 def _restore_knob(host: Host, knob: str, value: Any) -> None:
@@ -429,6 +450,8 @@ def main() -> None:
         module.exit_json(**result)
     except (th.HostTuningError, _tuning.TuningInputError) as exc:
         module.fail_json(msg=str(exc))
+    except CommandError as exc:
+        module.fail_json(msg=str(exc), rc=exc.rc, stdout=exc.stdout, stderr=exc.stderr)
     except Exception as exc:  # noqa: BLE001 - one top-level handler
         module.fail_json(msg=str(exc), exception=traceback.format_exc())
 

@@ -334,3 +334,17 @@ def test_role_fails_on_unsupported_by_default(veth, tmp_path):
                                               "tuning_interfaces": [{"name": ifname, "channels": {"rx": 1}}]})
     assert rc != 0
     assert whole_state(ns, ifname) == before
+
+
+def test_host_tuned_profile_without_daemon_is_unsupported(veth):
+    """Debian's tuned-adm exits 0 without the daemon yet applies nothing: the module must not believe it."""
+    ns, _ifname, state_dir = veth
+    if not os.path.exists("/usr/sbin/tuned-adm"):
+        pytest.fail("tuned is not installed (requirements-apt.txt lists it)")
+    active = subprocess.run(["tuned-adm", "active"], capture_output=True, text=True, check=False)
+    if "Cannot talk to TuneD daemon" not in active.stdout + active.stderr:
+        pytest.skip("the TuneD daemon runs here: this test covers the no-daemon path (CI VM, PID 1 not systemd)")
+    before = Path("/etc/tuned/active_profile").read_text()
+    out = run_module("host_tuning", {"tuned_profile": "latency-performance", "state_dir": state_dir}, ns)
+    assert out["rc"] != 0 and "the TuneD daemon is not running" in out["msg"], out
+    assert Path("/etc/tuned/active_profile").read_text() == before

@@ -11,7 +11,6 @@ import subprocess
 from pathlib import Path
 
 import pytest
-
 from ansible_collections.xdplab.testbed.plugins.module_utils import _bpf
 
 pytestmark = pytest.mark.root
@@ -98,7 +97,8 @@ def test_role_builds_attaches_idempotently_and_detaches(ns, tmp_path):
     res = task_results(first, "XDP program attached")[0]["results"]
     red, sink = res
     assert (red["name"], red["mode"], sink["name"], sink["mode"]) == ("xdp_redirect", "generic", "xdp_pass", "native")
-    assert attached(ns, "h1b") == [{"devname": "h1b", "ifindex": red["ifindex"], "mode": "generic", "id": red["prog_id"]}]
+    want = {"devname": "h1b", "ifindex": red["ifindex"], "mode": "generic", "id": red["prog_id"]}
+    assert attached(ns, "h1b") == [want]
     assert attached(ns, "h1d")[0]["id"] == sink["prog_id"]
     assert "xdplab_redirect" in _bpf.prog_maps(red["prog_id"])
 

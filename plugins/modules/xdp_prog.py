@@ -15,13 +15,13 @@ description:
   - Idempotent by program tag and mode. The object is loaded into a private, temporary bpffs (so it
     also works under C(ip netns exec), where /sys/fs/bpf is not mounted), its tag is compared with the
     tag of the program attached in the requested mode, and it is attached only if they differ. The
-    temporary pins are removed in every case: the attachment alone holds the program.
+    temporary pins are removed in every case, the attachment alone holds the program.
   - Map entries (the redirect DEVMAP, the flow table) are written into the maps of the program that
     ends up attached, before it is attached when it is new, and only where they differ.
   - Everything given is checked (interface, object, program, map entries) before anything is loaded or
     attached; a failure names the bad value and leaves nothing attached or pinned.
   - Works on the interfaces of the network namespace the module runs in (with the
-    C(xdplab.testbed.netns) connection: the host's namespace).
+    C(xdplab.testbed.netns) connection, the host's namespace).
 author:
   - xdplab.testbed contributors
 requirements:
@@ -56,7 +56,7 @@ options:
     description:
       - C(native) (driver, C(xdpdrv)), C(generic) (C(xdpgeneric), skb based, works everywhere) or
         C(offload) (C(xdpoffload), NIC offload; the program is loaded for the device).
-      - With O(state=detached) it is ignored: every XDP program of the interface is detached.
+      - With O(state=detached) it is ignored, every XDP program of the interface is detached.
     type: str
     choices: [native, generic, offload]
     default: native
@@ -72,7 +72,7 @@ options:
         C(proto) (C(udp), C(tcp), C(icmp), C(icmpv6) or a number), C(sport), C(dport) (default 0) and
         O(map_entries[].value) an action (C(drop), C(pass), C(tx), C(redirect), C(aborted)) or a dict
         C(action) with C(interface) (or C(ifindex)) for C(redirect). Writing an entry resets its counters.
-      - For C(xdplab_flow_cfg), key C(0) and the value as for C(xdplab_flows): the action on a miss.
+      - For C(xdplab_flow_cfg), key C(0) and the value as for C(xdplab_flows), the action on a miss.
       - For any other map, key and value are integers; a value that is not a number is an interface
         name and stands for its ifindex (for example the C(xdplab_redirect) DEVMAP, key C(0)).
     type: list
@@ -96,10 +96,8 @@ notes:
     frames to be received.
   - Native and generic mode cannot hold programs at the same time; changing mode detaches the program
     of the other mode first.
-seealso:
-  - name: xdplab.testbed.xdp role
-    description: Compiles files/xdp/*.bpf.c and attaches programs with this module.
-    link: https://github.com/xdplab/testbed
+  - The C(xdplab.testbed.xdp) role compiles files/xdp/*.bpf.c and attaches programs with this module;
+    docs/xdp.md in the collection describes the programs and their maps.
 """
 
 EXAMPLES = r"""
@@ -169,6 +167,11 @@ maps:
   returned: always
   type: dict
   sample: {"xdplab_stats": 301}
+reason:
+  description: Why the program was (or would be) attached, or why nothing changed.
+  returned: when O(state=attached)
+  type: str
+  sample: same program and mode attached
 map_entries_changed:
   description: Entries written (or, in check mode, that would be), as map and key in hex.
   returned: always

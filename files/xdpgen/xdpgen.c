@@ -94,6 +94,7 @@ struct worker {
 	struct timespec start, end;
 	int err;                  /* errno of a failed BPF_PROG_RUN, 0 if none */
 	bool started;
+	bool joined;
 };
 
 static const struct config *cfg;
@@ -702,6 +703,13 @@ int main(int argc, char **argv)
 	double secs, pps;
 	int rc = 0, err;
 
+	/* Blocked from the start and inherited by every thread: SIGINT/SIGTERM are
+	 * taken by the main thread with sigtimedwait(), so no BPF_PROG_RUN call is
+	 * interrupted half-way (its packets could not be counted). */
+	sigemptyset(&sigs);
+	sigaddset(&sigs, SIGINT);
+	sigaddset(&sigs, SIGTERM);
+	pthread_sigmask(SIG_BLOCK, &sigs, NULL);
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	parse_args(argc, argv, &conf);
 	cfg = &conf;
@@ -720,12 +728,6 @@ int main(int argc, char **argv)
 		conf.no_pin = true;
 	}
 
-	/* Workers inherit this mask: signals go to the main thread, which
-	 * waits for them with sigtimedwait(), so no BPF_PROG_RUN is interrupted. */
-	sigemptyset(&sigs);
-	sigaddset(&sigs, SIGINT);
-	sigaddset(&sigs, SIGTERM);
-	pthread_sigmask(SIG_BLOCK, &sigs, NULL);
 
 	workers = calloc(conf.threads, sizeof(*workers));
 	if (!workers) {
@@ -769,9 +771,14 @@ int main(int argc, char **argv)
 		bool running = false;
 		int sig;
 
-		for (unsigned int i = 0; i < conf.threads; i++)
+		for (unsigned int i = 0; i < conf.threads; i++) {
+			if (workers[i].joined)
+				continue;
 			if (pthread_tryjoin_np(workers[i].tid, NULL) == EBUSY)
 				running = true;
+			else
+				workers[i].joined = true;
+		}
 		if (!running)
 			break;
 		sig = sigtimedwait(&sigs, NULL, &tick);
@@ -781,8 +788,6 @@ int main(int argc, char **argv)
 				fprintf(stderr, "xdpgen: %s, stopping\n", strsignal(sig));
 		}
 	}
-	for (unsigned int i = 0; i < conf.threads; i++)
-		pthread_join(workers[i].tid, NULL);
 
 	for (unsigned int i = 0; i < conf.threads; i++) {
 		struct worker *w = &workers[i];

@@ -1,0 +1,153 @@
+"""State ledger entries, teardown order and the run lock (module_utils/_ledger.py)."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+
+import pytest
+from ansible_collections.xdplab.testbed.plugins.module_utils._ledger import (
+    LedgerError,
+    LockHeld,
+    acquire,
+    check_entry,
+    entries,
+    entry_id,
+    pid_start_time,
+    read_lock,
+    record,
+    release,
+    teardown_plan,
+)
+
+HOST = socket.gethostname()
+
+
+def dead_pid() -> int:
+    proc = subprocess.Popen(["true"])
+    proc.wait()
+    return proc.pid
+
+
+@pytest.mark.parametrize(
+    ("kind", "key", "netns", "message"),
+    [
+        ("bogus", {}, None, "got 'bogus'"),
+        ("netns", {}, None, "needs 'name'"),
+        ("netns", {"name": "../etc"}, None, "'../etc'"),
+        ("netns", {"name": "a;rm -rf /"}, None, "'a;rm -rf /'"),
+        ("xdp", {"interface": "veth0"}, "ns/../x", "'ns/../x'"),
+        ("qemu", {"pid": 1}, None, "pid > 1"),
+        ("tuning", {"state_file": "relative.json"}, None, "absolute path"),
+        ("tuning", {"state_file": "/var/lib/../../etc/shadow"}, None, "without '..'"),
+        ("nft", {"family": "inet"}, None, "needs 'table'"),
+    ],
+)
+def test_bad_entries_name_the_value(kind, key, netns, message):
+    with pytest.raises(LedgerError) as exc:
+        check_entry(kind, key, netns)
+    assert message in str(exc.value)
+
+
+def test_record_is_idempotent_and_private(tmp_path):
+    d = str(tmp_path / "ledger")
+    e = check_entry("netns", {"name": "xdplab-dut"})
+    path, created = record(d, e, "run1")
+    assert created
+    assert record(d, e, "run2") == (path, False)  # same object, same file, untouched
+    assert json.loads(open(path).read())["run_id"] == "run1"
+    assert oct(os.stat(d).st_mode & 0o777) == "0o700"
+    assert oct(os.stat(path).st_mode & 0o777) == "0o600"
+    assert [x for _, x in entries(d)][0]["key"] == {"name": "xdplab-dut"}
+
+
+def test_same_interface_in_two_namespaces_are_two_entries():
+    a = check_entry("xdp", {"interface": "veth0"}, "xdplab-gen")
+    b = check_entry("xdp", {"interface": "veth0"}, "xdplab-dut")
+    assert entry_id(a) != entry_id(b)
+
+
+def test_world_writable_ledger_dir_is_refused(tmp_path):
+    d = tmp_path / "ledger"
+    d.mkdir()
+    os.chmod(d, 0o777)  # noqa: S103 - the permissive mode is what this test checks is refused
+    with pytest.raises(LedgerError, match="world-writable"):
+        record(str(d), check_entry("netns", {"name": "x"}))
+
+
+def test_unreadable_entry_is_reported_with_its_path(tmp_path):
+    d = tmp_path / "ledger"
+    d.mkdir(mode=0o700)
+    (d / "netns-broken.json").write_text("{not json")
+    with pytest.raises(LedgerError, match="netns-broken.json"):
+        entries(str(d))
+
+
+def test_teardown_order_and_objects_inside_doomed_namespaces():
+    items = [
+        ("p1", check_entry("netns", {"name": "xdplab-dut"})),
+        ("p2", check_entry("xdp", {"interface": "veth0"}, "xdplab-dut")),
+        ("p3", check_entry("xdp", {"interface": "eth1"})),
+        ("p4", check_entry("qemu", {"pid": 4242, "cmdline_sha256": "0" * 64})),
+        ("p5", check_entry("nft", {"family": "inet", "table": "xdplab_bench"})),
+    ]
+    plan = [p for p, _ in teardown_plan(items)]
+    assert plan[:4] == ["p4", "p3", "p5", "p1"]  # processes, interfaces, nft, then namespaces
+    assert plan[4] == "p2"  # goes with its namespace: last, found gone
+
+
+def test_lock_acquire_reentrant_release(tmp_path):
+    path = str(tmp_path / "run.lock")
+    me = os.getpid()
+    assert acquire(path, me, HOST, "r1") == ("acquired", None)
+    assert acquire(path, me, HOST, "r1")[0] == "held"
+    assert read_lock(path).pid_start == pid_start_time(me)
+    assert release(path, me, HOST)
+    assert not os.path.exists(path)
+    assert not release(path, me, HOST)
+
+
+def test_live_holder_is_named_and_kept(tmp_path):
+    path = str(tmp_path / "run.lock")
+    holder = os.getppid()  # alive for the whole test
+    acquire(path, holder, HOST, "first")
+    with pytest.raises(LockHeld) as exc:
+        acquire(path, os.getpid(), HOST, "second")
+    assert f"pid {holder} on {HOST}" in str(exc.value) and "run first" in str(exc.value)
+    assert read_lock(path).pid == holder
+
+
+def test_dead_holder_is_taken_over(tmp_path):
+    path = str(tmp_path / "run.lock")
+    gone = dead_pid()
+    acquire(path, gone, HOST, "killed")
+    status, previous = acquire(path, os.getpid(), HOST, "next")
+    assert status == "taken-over"
+    assert previous.pid == gone and previous.run_id == "killed"
+    assert read_lock(path).pid == os.getpid()
+
+
+def test_reused_pid_is_not_the_holder(tmp_path):
+    path = str(tmp_path / "run.lock")
+    me = os.getpid()
+    acquire(path, me, HOST, "old")
+    data = json.loads(open(path).read())
+    data["pid_start"] = data["pid_start"] - 1  # same pid, another process start: the old holder is gone
+    open(path, "w").write(json.dumps(data))
+    assert acquire(path, os.getppid(), HOST, "new")[0] == "taken-over"
+
+
+def test_holder_on_another_host_needs_steal(tmp_path):
+    path = str(tmp_path / "run.lock")
+    acquire(path, 1234, "controller-b", "remote")
+    with pytest.raises(LockHeld, match="another host: pass steal=true"):
+        acquire(path, os.getpid(), HOST)
+    assert acquire(path, os.getpid(), HOST, steal=True)[0] == "taken-over"
+
+
+def test_torn_lock_file_is_stale(tmp_path):
+    path = tmp_path / "run.lock"
+    path.write_text("{trunc")
+    assert acquire(str(path), os.getpid(), HOST)[0] == "taken-over"

@@ -31,8 +31,7 @@ from dataclasses import dataclass, field
 OUT_TAG = "xdplab_out"
 GUEST_OUT = "/run/xdplab-out"
 BUSYBOX_CANDIDATES = ("/bin/busybox", "/usr/bin/busybox")
-KVM_GET_API_VERSION = 0xAE00
-KVM_CREATE_VM = 0xAE01
+START_MARK = "xdplab: guest command starting"
 
 
 class QemuError(Exception):
@@ -78,6 +77,8 @@ class GuestResult:
     qemu_rc: int | None
     duration_s: float
     argv: list[str]
+    boot_stalled: bool = False
+    qemu_output: str = ""
 
 
 def validate_spec(spec: GuestSpec) -> None:
@@ -101,7 +102,7 @@ def validate_spec(spec: GuestSpec) -> None:
     for key in spec.env:
         if not key.replace("_", "a").isalnum() or key[0].isdigit():
             raise QemuError(f"environment variable name {key!r} is not a shell identifier")
-    tags = {OUT_TAG, "/dev/root", "hostroot"}
+    tags = {OUT_TAG, "root", "hostroot"}
     for share in spec.shares:
         if not os.path.isdir(share.path):
             raise QemuError(f"share path {share.path!r} is not a directory")
@@ -149,14 +150,14 @@ def qemu_argv(spec: GuestSpec, init_path: str, console_log: str, initrd: str | N
     ]
     if initrd:
         argv += ["-initrd", initrd]
-    if spec.rootfs == "host9p":
-        argv += ["-virtfs", "local,path=/,mount_tag=/dev/root,security_model=none,readonly=on,multidevs=remap"]
-    else:
-        argv += ["-virtfs", "local,path=/,mount_tag=hostroot,security_model=none,readonly=on,multidevs=remap"]
-    argv += ["-virtfs", f"local,path={spec.rundir}/out,mount_tag={OUT_TAG},security_model=none,multidevs=remap"]
-    for share in spec.shares:
-        ro = ",readonly=on" if share.readonly else ""
-        argv += ["-virtfs", f"local,path={share.path},mount_tag={share.tag},security_model=none{ro},multidevs=remap"]
+    # root=/dev/root: 6.1+ mounts a nodev root by the name with "/dev/" stripped, so the tag is "root".
+    shares = [("root" if spec.rootfs == "host9p" else "hostroot", "/", True),
+              (OUT_TAG, f"{spec.rundir}/out", False)]
+    shares += [(sh.tag, sh.path, sh.readonly) for sh in spec.shares]
+    for i, (tag, path, readonly) in enumerate(shares):
+        ro = ",readonly=on" if readonly else ""
+        argv += ["-fsdev", f"local,id=fs{i},path={path},security_model=none,multidevs=remap{ro}",
+                 "-device", f"virtio-9p-pci,fsdev=fs{i},mount_tag={tag}"]
     return argv
 
 
@@ -203,7 +204,7 @@ def init_script(spec: GuestSpec) -> str:
         lines.append(f"export {key}={shlex.quote(value)}")
     lines += [
         f"cd {shlex.quote(spec.chdir)} || exit 1",
-        "echo 'xdplab: guest command starting' > /dev/ttyS0",
+        f"echo '{START_MARK}' > /dev/ttyS0",
         f"/bin/sh {GUEST_OUT}/command.sh > {GUEST_OUT}/stdout 2> {GUEST_OUT}/stderr < /dev/null",
         f"echo $? > {GUEST_OUT}/rc.tmp && $BB mv {GUEST_OUT}/rc.tmp {GUEST_OUT}/rc",
         "echo 'xdplab: guest command finished' > /dev/ttyS0",
@@ -243,21 +244,45 @@ def build_initramfs(busybox: str, init: str) -> bytes:
     return out
 
 
+# A 5-byte real-mode guest (mov al,0x42; out 0x10,al; hlt) run through the raw KVM API: KVM is usable
+# only if KVM_RUN comes back with an I/O exit and then a HLT exit.
+_KVM_PROBE = """
+import ctypes, fcntl, mmap, os, struct
+kvm = os.open('/dev/kvm', os.O_RDWR | os.O_CLOEXEC)
+assert fcntl.ioctl(kvm, 0xAE00) == 12, 'KVM API version is not 12'
+vm = fcntl.ioctl(kvm, 0xAE01, 0)
+mem = mmap.mmap(-1, 0x1000)
+mem.write(bytes([0xB0, 0x42, 0xE6, 0x10, 0xF4]))
+addr = ctypes.addressof(ctypes.c_char.from_buffer(mem))
+fcntl.ioctl(vm, 0x4020AE46, struct.pack('<IIQQQ', 0, 0, 0x1000, 0x1000, addr))
+vcpu = fcntl.ioctl(vm, 0xAE41, 0)
+run = mmap.mmap(vcpu, fcntl.ioctl(kvm, 0xAE04), mmap.MAP_SHARED, mmap.PROT_READ | mmap.PROT_WRITE)
+sregs = bytearray(312)
+fcntl.ioctl(vcpu, 0x8138AE83, sregs, True)
+sregs[0:8] = bytes(8); sregs[12:14] = bytes(2)
+fcntl.ioctl(vcpu, 0x4138AE84, bytes(sregs))
+regs = bytearray(144)
+struct.pack_into('<QQ', regs, 128, 0x1000, 0x2)
+fcntl.ioctl(vcpu, 0x4090AE82, bytes(regs))
+seen = []
+for _ in range(4):
+    fcntl.ioctl(vcpu, 0xAE80, 0)
+    seen.append(struct.unpack_from('<I', run, 8)[0])
+    if seen[-1] == 5:
+        break
+assert seen[-1] == 5 and 2 in seen, f'unexpected KVM exits {seen}'
+"""
+
+
 def probe_kvm(timeout: float = 3.0) -> tuple[bool, str]:
-    """Can this host run a KVM guest? Probed in a child process with a deadline,
-    because opening /dev/kvm or creating a VM can hang on nested setups."""
+    """Can this host run a KVM guest? A tiny guest runs in a child process with a deadline,
+    because opening /dev/kvm or KVM_RUN can hang on nested setups."""
     if not os.path.exists("/dev/kvm"):
         return False, "/dev/kvm does not exist"
-    code = (
-        "import fcntl, os\n"
-        "fd = os.open('/dev/kvm', os.O_RDWR | os.O_CLOEXEC)\n"
-        f"assert fcntl.ioctl(fd, {KVM_GET_API_VERSION}) == 12\n"
-        f"vm = fcntl.ioctl(fd, {KVM_CREATE_VM}, 0)\n"
-        "os.close(vm)\n"
-    )
     try:
         proc = subprocess.Popen(  # noqa: S603 - fixed argv, our own interpreter
-            [_python(), "-c", code], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True
+            [_python(), "-c", _KVM_PROBE], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+            start_new_session=True
         )
     except OSError as exc:
         return False, f"cannot start KVM probe: {exc}"
@@ -267,8 +292,9 @@ def probe_kvm(timeout: float = 3.0) -> tuple[bool, str]:
         _kill_group(proc)
         return False, f"KVM probe did not answer within {timeout}s (hung /dev/kvm)"
     if proc.returncode != 0:
-        return False, f"KVM probe failed: {err.decode(errors='replace').strip().splitlines()[-1:]}"
-    return True, "KVM_CREATE_VM succeeded"
+        last = err.decode(errors="replace").strip().splitlines()[-1:] or ["?"]
+        return False, f"KVM probe failed: {last[0]}"
+    return True, "a probe guest ran under KVM"
 
 
 def _python() -> str:
@@ -314,20 +340,45 @@ def prepare(spec: GuestSpec) -> tuple[list[str], str]:
     return qemu_argv(spec, init_path, console_log, initrd), console_log
 
 
-def run(spec: GuestSpec, timeout: float) -> GuestResult:
-    """Boot, run, collect. QEMU is killed at the deadline and always reaped."""
-    argv, console_log = prepare(spec)
-    start = time.monotonic()
-    timed_out = False
-    proc = subprocess.Popen(  # noqa: S603 - argv list, validated spec
-        argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True
-    )
+def _seen(path: str, mark: str) -> bool:
     try:
-        qemu_out, _ = proc.communicate(timeout=timeout)
-    except subprocess.TimeoutExpired:
-        timed_out = True
-        _kill_group(proc)
-        qemu_out = b""
+        with open(path, "rb") as fh:
+            return mark.encode() in fh.read()
+    except FileNotFoundError:
+        return False
+
+
+def run(spec: GuestSpec, timeout: float, boot_timeout: float | None = None) -> GuestResult:
+    """Boot, run, collect. QEMU is killed at the deadline and always reaped.
+
+    With ``boot_timeout``, a guest whose init has not announced itself on the console by then is
+    killed and the result says ``boot_stalled`` (used to fall back from a KVM that hangs to TCG)."""
+    argv, console_log = prepare(spec)
+    qemu_log = os.path.join(spec.rundir, "qemu.log")
+    for path in (console_log, qemu_log):
+        if os.path.exists(path):
+            os.unlink(path)
+    start = time.monotonic()
+    timed_out = stalled = False
+    with open(qemu_log, "wb") as qlog:
+        proc = subprocess.Popen(  # noqa: S603 - argv list, validated spec
+            argv, stdin=subprocess.DEVNULL, stdout=qlog, stderr=subprocess.STDOUT, start_new_session=True
+        )
+    try:
+        booted = boot_timeout is None
+        while proc.poll() is None:
+            elapsed = time.monotonic() - start
+            if not booted:
+                booted = _seen(console_log, START_MARK)
+                if not booted and elapsed > boot_timeout:
+                    stalled = True
+                    break
+            if elapsed > timeout:
+                timed_out = True
+                break
+            time.sleep(0.2)
+        if not booted and proc.returncode is not None and not _seen(console_log, START_MARK):
+            stalled = True
     finally:
         if proc.poll() is None:
             _kill_group(proc)
@@ -343,9 +394,8 @@ def run(spec: GuestSpec, timeout: float) -> GuestResult:
 
     rc_text = _read("rc")
     rc = int(rc_text.strip()) if rc_text and rc_text.strip().lstrip("-").isdigit() else None
-    if qemu_out:
-        with open(console_log, "a") as fh:
-            fh.write("\n--- qemu stdout/stderr ---\n" + qemu_out.decode(errors="replace"))
+    with open(qemu_log, errors="replace") as fh:
+        qemu_out = fh.read()
     return GuestResult(
         rc=rc,
         stdout=_read("stdout") or "",
@@ -355,6 +405,8 @@ def run(spec: GuestSpec, timeout: float) -> GuestResult:
         qemu_rc=proc.returncode,
         duration_s=round(duration, 3),
         argv=argv,
+        boot_stalled=stalled,
+        qemu_output=qemu_out,
     )
 
 

@@ -43,6 +43,12 @@ options:
     description: Seconds the KVM probe may take before KVM is declared unusable.
     type: float
     default: 3.0
+  kvm_boot_timeout:
+    description:
+      - Seconds a KVM guest may take to reach its init. With O(accel=auto), a KVM guest that does not (QEMU
+        refusing the CPU model, a hang in the firmware) is killed and the run is repeated under TCG.
+    type: float
+    default: 30.0
   memory:
     description: Guest memory in MiB.
     type: int
@@ -192,6 +198,7 @@ def main() -> None:
             rootfs=dict(type="str", choices=["host9p", "initramfs"], default="host9p"),
             accel=dict(type="str", choices=["auto", "kvm", "tcg"], default="auto"),
             kvm_probe_timeout=dict(type="float", default=3.0),
+            kvm_boot_timeout=dict(type="float", default=30.0),
             memory=dict(type="int", default=1024),
             cpus=dict(type="int", default=2),
             append=dict(type="str", default=""),
@@ -250,7 +257,16 @@ def main() -> None:
             busybox=busybox,
         )
         try:
-            res = _qemu.run(spec, timeout=p["timeout"])
+            if accel == "kvm":
+                res = _qemu.run(spec, timeout=p["timeout"], boot_timeout=p["kvm_boot_timeout"])
+                if res.boot_stalled and p["accel"] == "auto":
+                    reason += ("; but the KVM guest did not reach its init "
+                               f"({(res.qemu_output.strip().splitlines() or ['no qemu output'])[-1]}): "
+                               "fell back to TCG")
+                    accel = spec.accel = "tcg"
+                    res = _qemu.run(spec, timeout=p["timeout"])
+            else:
+                res = _qemu.run(spec, timeout=p["timeout"])
         except _qemu.QemuError as exc:
             module.fail_json(msg=str(exc))
         result = dict(
@@ -272,7 +288,8 @@ def main() -> None:
                              + _qemu.console_tail(res.console_log), **result)
         if res.rc is None:
             module.fail_json(msg="guest exited without running the command to completion (no exit status). "
-                             "Console tail:\n" + _qemu.console_tail(res.console_log), **result)
+                             "QEMU: " + res.qemu_output.strip()[-2000:] + "\nConsole tail:\n"
+                             + _qemu.console_tail(res.console_log), **result)
         if res.rc != 0 and p["fail_on_rc"]:
             module.fail_json(msg=f"command exited with status {res.rc} inside the guest", **result)
         module.exit_json(**result)

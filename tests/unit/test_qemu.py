@@ -5,6 +5,7 @@ from __future__ import annotations
 import io
 import os
 import stat
+from pathlib import Path
 
 import pytest
 from ansible_collections.xdplab.testbed.plugins.module_utils import _qemu
@@ -33,9 +34,12 @@ def test_argv_tcg_host9p(tmp_path):
     assert argv[argv.index("-serial") + 1] == "file:/x/console.log"
     append = argv[argv.index("-append") + 1]
     assert "init=/x/init.sh" in append and "rootfstype=9p" in append and " ro " in append
-    virtfs = [argv[i + 1] for i, a in enumerate(argv) if a == "-virtfs"]
-    assert virtfs[0].startswith("local,path=/,mount_tag=/dev/root") and "readonly=on" in virtfs[0]
-    assert f"mount_tag={_qemu.OUT_TAG}" in virtfs[1] and "readonly" not in virtfs[1]
+    fsdev = [argv[i + 1] for i, a in enumerate(argv) if a == "-fsdev"]
+    device = [argv[i + 1] for i, a in enumerate(argv) if a == "-device"]
+    assert fsdev[0].startswith("local,id=fs0,path=/,") and fsdev[0].endswith("readonly=on")
+    assert device[0] == "virtio-9p-pci,fsdev=fs0,mount_tag=root"
+    assert fsdev[1].startswith(f"local,id=fs1,path={spec.rundir}/out,") and "readonly" not in fsdev[1]
+    assert device[1] == f"virtio-9p-pci,fsdev=fs1,mount_tag={_qemu.OUT_TAG}"
     assert "-no-reboot" in argv and "-initrd" not in argv
 
 
@@ -48,8 +52,9 @@ def test_argv_kvm_initramfs_and_shares(tmp_path):
     assert argv[argv.index("-accel") + 1] == "kvm" and argv[argv.index("-cpu") + 1] == "host"
     assert argv[argv.index("-initrd") + 1] == "/r/initramfs.cpio"
     assert "rdinit=/init" in argv[argv.index("-append") + 1]
-    assert any(v.startswith(f"local,path={share},mount_tag=data,") and "readonly" not in v
-               for v in argv if v.startswith("local,"))
+    assert f"local,id=fs2,path={share},security_model=none,multidevs=remap" in argv
+    assert "virtio-9p-pci,fsdev=fs2,mount_tag=data" in argv
+    assert "virtio-9p-pci,fsdev=fs0,mount_tag=hostroot" in argv
 
 
 def test_init_script_quotes_and_mounts(tmp_path):
@@ -140,3 +145,58 @@ def test_console_tail(tmp_path):
     log.write_text("".join(f"line{i}\n" for i in range(100)))
     assert _qemu.console_tail(str(log), 3) == "line97\nline98\nline99\n"
     assert _qemu.console_tail(str(tmp_path / "none")) == ""
+
+
+FAKE_QEMU = r"""#!/bin/sh
+# stand-in for qemu-system-x86_64: finds the console file and the output share in its argv
+mode=__MODE__
+log=""; out=""
+for a in "$@"; do
+  case "$a" in
+    file:*) log="${a#file:}" ;;
+    local,id=fs1,path=*) out="${a#local,id=fs1,path=}"; out="${out%%,*}" ;;
+  esac
+done
+echo $$ > "$out/../fake.pid"
+case "$mode" in
+  ok) echo "xdplab: guest command starting" > "$log"; echo hi > "$out/stdout"; echo 4 > "$out/rc" ;;
+  hang) echo "SeaBIOS" > "$log"; exec sleep 300 ;;
+  slow) echo "xdplab: guest command starting" > "$log"; exec sleep 300 ;;
+esac
+"""
+
+
+def _fake(tmp_path, mode):
+    path = tmp_path / f"fake-qemu-{mode}"
+    path.write_text(FAKE_QEMU.replace("__MODE__", mode))
+    path.chmod(0o700)
+    return str(path)
+
+
+def _alive(pidfile) -> bool:
+    pid = int(pidfile.read_text())
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return Path(f"/proc/{pid}/stat").read_text().split()[2] != "Z"
+
+
+def test_run_collects_output_and_rc(tmp_path):
+    spec = _spec(tmp_path, qemu=_fake(tmp_path, "ok"))
+    res = _qemu.run(spec, timeout=20, boot_timeout=10)
+    assert (res.rc, res.stdout, res.timed_out, res.boot_stalled) == (4, "hi\n", False, False)
+
+
+def test_run_kills_at_deadline(tmp_path):
+    spec = _spec(tmp_path, qemu=_fake(tmp_path, "slow"))
+    res = _qemu.run(spec, timeout=1.5)
+    assert res.timed_out and res.rc is None and not res.boot_stalled
+    assert not _alive(tmp_path / "run" / "fake.pid")
+
+
+def test_run_reports_a_stalled_boot(tmp_path):
+    spec = _spec(tmp_path, qemu=_fake(tmp_path, "hang"))
+    res = _qemu.run(spec, timeout=60, boot_timeout=1.0)
+    assert res.boot_stalled and not res.timed_out and res.duration_s < 10
+    assert not _alive(tmp_path / "run" / "fake.pid")

@@ -23,6 +23,7 @@ from __future__ import annotations
 import ctypes
 import ctypes.util
 import errno
+import functools
 import os
 import platform
 import struct
@@ -328,19 +329,14 @@ def parse_cpu_list(text: str) -> list[int]:
     return cpus
 
 
-_possible: int | None = None
+POSSIBLE_CPUS = "/sys/devices/system/cpu/possible"
 
 
-def possible_cpus(path: str = "/sys/devices/system/cpu/possible") -> int:
-    """Number of possible CPUs: how many values a per-CPU map lookup returns."""
-    global _possible
-    if _possible is None or path != "/sys/devices/system/cpu/possible":
-        with open(path, encoding="ascii") as f:
-            n = len(parse_cpu_list(f.read()))
-        if path != "/sys/devices/system/cpu/possible":
-            return n
-        _possible = n
-    return _possible
+@functools.lru_cache(maxsize=4)
+def possible_cpus(path: str = POSSIBLE_CPUS) -> int:
+    """Number of possible CPUs: how many values a per-CPU map lookup returns (cached)."""
+    with open(path, encoding="ascii") as f:
+        return len(parse_cpu_list(f.read()))
 
 
 def percpu_value_size(value_size: int, ncpus: int) -> int:

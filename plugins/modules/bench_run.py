@@ -168,7 +168,7 @@ bound:
   type: str
   sample: generator-bound
 runs:
-  description: Raw generator runs (module side): argv, rc, parsed figures, CPU use, wall times.
+  description: Raw generator runs (module side) - argv, rc, parsed figures, CPU use, wall times.
   returned: always
   type: list
   elements: dict

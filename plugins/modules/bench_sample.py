@@ -43,7 +43,7 @@ options:
   stall:
     description:
       - Stop when the counter has not moved for this many seconds (before the first burst, or
-        between bursts): the generator died or the DUT stopped counting. C(0) disables it.
+        between bursts), meaning the generator died or the DUT stopped counting. C(0) disables it.
     type: float
     default: 5
   max_duration:

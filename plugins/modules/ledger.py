@@ -11,7 +11,7 @@ short_description: Record what the collection creates on a host, and remove exac
 version_added: 0.1.0
 description:
   - Keeps a ledger of the objects the collection creates on the host it runs on, one small JSON file per
-    object under O(dir): network namespaces, XDP attachments, tc clsact qdiscs, nftables tables, tuning
+    object under O(dir) - network namespaces, XDP attachments, tc clsact qdiscs, nftables tables, tuning
     snapshots and QEMU processes. Roles record an object B(before) creating it, so an interrupted run
     leaves ledger entries, never unrecorded state.
   - O(state=cleaned) removes every object the ledger lists, if it still exists, in a safe order

@@ -11,9 +11,9 @@ short_description: One xdplab run at a time per host
 version_added: 0.1.0
 description:
   - Takes or releases the run lock of the host, a file naming its holder (the C(ansible-playbook)
-    process on the controller: pid, the pid's start time, host, run id, since when).
+    process on the controller - pid, the pid's start time, host, run id, since when).
   - A second run fails at once with a message naming the holder. A holder whose process is gone (a
-    run killed with SIGKILL, a crashed controller) is recognised as stale and the lock is taken over:
+    run killed with SIGKILL, a crashed controller) is recognised as stale and the lock is taken over;
     RV(previous) then names it, and the caller should clean the host's ledger.
   - The action plugin of the same name fills in O(owner_pid) and O(owner_host) with the controller's
     C(ansible-playbook) process.

@@ -49,7 +49,7 @@ def main() -> int:
     ap.add_argument("--variant", required=True)
     ap.add_argument("--out", required=True)
     ap.add_argument("--raw")
-    ap.add_argument("--dev", default="dummy0")
+    ap.add_argument("--dev", default="pgdummy0")
     ap.add_argument("--kind", choices=["dummy", "veth"], default="dummy")
     ap.add_argument("--count", type=int, default=200000)
     ap.add_argument("--pkt-size", type=int, default=64)
@@ -60,7 +60,9 @@ def main() -> int:
 
     if not os.path.isdir(PG):
         raise SystemExit("no /proc/net/pktgen: kernel without CONFIG_NET_PKTGEN")
-    if args.kind == "veth":
+    if os.path.exists(f"/sys/class/net/{args.dev}"):
+        pass  # e.g. dummy0, which CONFIG_DUMMY=y creates at boot
+    elif args.kind == "veth":
         ip("link", "add", args.dev, "type", "veth", "peer", "name", args.dev + "p")
         ip("link", "set", args.dev + "p", "up")
     else:

@@ -1,0 +1,39 @@
+"""The pktgen outputs captured inside a kernel-role guest (tests/unit/fixtures/pktgen/qemu_*) parse with
+the collection's pktgen parser to the figures printed in them."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from ansible_collections.xdplab.testbed.plugins.module_utils import _parsers
+
+FIX = Path(__file__).resolve().parent / "fixtures" / "pktgen"
+
+
+@pytest.mark.parametrize(
+    ("name", "pps", "packets", "pkt_size", "usec"),
+    [
+        ("qemu_device_dummy0_burst8_clone64.txt", 2158546.0, 200000, 64, 92654),
+        ("qemu_device_h5v0_veth.txt", 75351.0, 100000, 60, 1327120),
+    ],
+)
+def test_device_captures_parse(name, pps, packets, pkt_size, usec):
+    parsed = _parsers.parse("pktgen", (FIX / name).read_text())
+    assert parsed["pps"] == pps
+    assert parsed["packets"] == packets
+    assert parsed["pkt_size"] == pkt_size
+    assert parsed["errors"] == 0
+    assert parsed["devices"][0]["usec"] == usec
+
+
+@pytest.mark.parametrize("name", ["qemu_thread_kpktgend_0_dummy.txt", "qemu_thread_kpktgend_0_veth.txt"])
+def test_thread_captures_have_no_rates(name):
+    with pytest.raises(_parsers.ParseError, match="thread file"):
+        _parsers.parse("pktgen", (FIX / name).read_text())
+
+
+def test_unpatched_pgctrl_has_no_fixture_marker():
+    text = (FIX / "qemu_pgctrl_unpatched.txt").read_text()
+    assert text.startswith("Packet Generator for packet performance testing. Version: 2.75")
+    assert "xdplab-fixture" not in text

@@ -51,8 +51,13 @@ def _rates(times: list[float], counts: list[int]) -> list[float]:
     return rates
 
 
-def find_bursts(times: list[float], counts: list[int]) -> list[Burst]:
-    """Cut a counter series into bursts of traffic separated by idle intervals."""
+def find_bursts(times: list[float], counts: list[int], min_gap: float = 0.0) -> list[Burst]:
+    """Cut a counter series into bursts of traffic separated by idle intervals.
+
+    Idle stretches shorter than ``min_gap`` seconds (a stall inside one repetition, e.g. the CPU
+    taken away for a moment) do not split a burst: the generator idles at least ``gap`` seconds
+    between repetitions, so callers pass about half of that.
+    """
     if len(times) != len(counts):
         raise SamplingError(f"{len(times)} times but {len(counts)} counter values")
     if len(times) < 3:
@@ -66,7 +71,7 @@ def find_bursts(times: list[float], counts: list[int]) -> list[Burst]:
             "the counter was already moving at the first sample: the sampler started after the "
             "traffic (raise the sampler lead time) or other traffic reaches the DUT"
         )
-    bursts: list[Burst] = []
+    spans: list[tuple[int, int]] = []
     i = 0
     while i < len(moving):
         if not moving[i]:
@@ -77,7 +82,13 @@ def find_bursts(times: list[float], counts: list[int]) -> list[Burst]:
             j += 1
         if j == len(moving):
             raise SamplingError("the counter was still moving at the last sample: the sampler stopped too early")
-        start, end = i, j  # samples: idle before = i, idle after = j
+        if spans and times[i] - times[spans[-1][1]] < min_gap:
+            spans[-1] = (spans[-1][0], j)  # a short stall: same repetition
+        else:
+            spans.append((i, j))  # samples: idle before = i, idle after = j
+        i = j
+    bursts: list[Burst] = []
+    for start, end in spans:
         packets = counts[end] - counts[start]
         seconds = times[end] - times[start]
         if end - start >= 3:
@@ -88,7 +99,6 @@ def find_bursts(times: list[float], counts: list[int]) -> list[Burst]:
             rate = packets / seconds
             interior = False
         bursts.append(Burst(start, end, packets, seconds, rate, interior))
-        i = j
     return bursts
 
 

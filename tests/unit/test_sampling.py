@@ -87,3 +87,16 @@ def test_bound_label(sent, received, label, loss):
     got_label, got_loss = bound_label(sent, received)
     assert got_label == label
     assert got_loss == (pytest.approx(loss) if loss is not None else None)
+
+
+def test_short_stall_inside_a_repetition_does_not_split_it():
+    # 6 Mpps, a 0.2 s stall (CPU taken away), 6 Mpps; then the 0.6 s gap and the next repetition
+    rates = [0, 0] + [6e6] * 5 + [0, 0] + [6e6] * 5 + [0] * 6 + [6e6] * 10 + [0, 0]
+    times, counts = series(rates)
+    assert len(find_bursts(times, counts)) == 3  # without min_gap: the stall splits the first one
+    bursts = find_bursts(times, counts, min_gap=0.3)
+    assert len(bursts) == 2
+    first = bursts[0]
+    assert first.packets == 10 * int(6e6 * 0.1)
+    # the stall is inside the first repetition's interior: its rate is lower than the peak
+    assert first.rate == pytest.approx(8 * 6e5 / 1.0)

@@ -11,9 +11,9 @@ short_description: Host knobs for packet-rate benchmarks (tuned, governor, turbo
 version_added: "0.1.0"
 description:
   - Sets what no well-kept module covers, after saving the previous values to a snapshot file;
-    I(state=restored) puts them back and removes the snapshot. Sysctls are set by ansible.posix.sysctl:
+    I(state=restored) puts them back and removes the snapshot. Sysctls are set by ansible.posix.sysctl;
     this module only records their previous values (I(sysctl_snapshot)) and hands them back on restore
-    (RV(sysctl_restore)).
+    in RV(sysctl_restore).
   - A knob the host does not have (no cpufreq, no SMT control, no loadable modules, no tuned-adm, no grub
     file) fails naming it, unless I(on_unsupported) says C(warn) or C(skip). Nothing is applied when any
     requested knob fails validation.

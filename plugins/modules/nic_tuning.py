@@ -59,13 +59,13 @@ options:
     type: dict
   features:
     description:
-      - Offload features as C(name: bool). Short ethtool names (C(gro), C(lro), C(tso), C(gso), C(sg), C(rx), C(tx),
-        C(rxvlan), C(txvlan), C(ntuple), C(rxhash), ...) or kernel names (C(rx-gro), C(tx-udp-segmentation), ...).
+      - "Offload features as C(name: bool). Short ethtool names (C(gro), C(lro), C(tso), C(gso), C(sg), C(rx), C(tx),
+        C(rxvlan), C(txvlan), C(ntuple), C(rxhash), ...) or kernel names (C(rx-gro), C(tx-udp-segmentation), ...)."
       - A short name covering several kernel features (C(tso)) sets those the device can change.
       - An unknown name is always an error; a feature fixed on the device follows I(on_unsupported).
     type: dict
   private_flags:
-    description: Driver private flags as C(name: bool); an unknown name is an error that lists the device's flags.
+    description: "Driver private flags as C(name: bool); an unknown name is an error that lists the device's flags."
     type: dict
   mtu:
     description: MTU, checked against the device's minimum and maximum.

@@ -94,23 +94,57 @@ class Pair:
 
 
 NICE: list[str] = []
+TICK = os.sysconf("SC_CLK_TCK")
+
+
+def ksoftirqd_pid(cpu: int) -> int | None:
+    for d in Path("/proc").iterdir():
+        if d.name.isdigit():
+            try:
+                if (d / "comm").read_text().strip() == f"ksoftirqd/{cpu}":
+                    return int(d.name)
+            except OSError:
+                continue
+    return None
+
+
+def task_cpu_seconds(pid: int | None) -> float:
+    if pid is None:
+        return 0.0
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / TICK  # utime + stime
+
+
+def cpu_share(cpu: int, seconds: float = 1.0) -> float:
+    """Fraction of CPU `cpu` a busy loop gets right now (1.0 on an idle machine): what any
+    single-threaded generator can get at most, whatever its own speed."""
+    ru0 = resource.getrusage(resource.RUSAGE_CHILDREN)
+    t0 = time.monotonic()
+    subprocess.run(["taskset", "-c", str(cpu), "timeout", str(seconds), "sh", "-c", "while :; do :; done"],  # noqa: S603,S607
+                   check=False)
+    wall = time.monotonic() - t0
+    ru1 = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return ((ru1.ru_utime - ru0.ru_utime) + (ru1.ru_stime - ru0.ru_stime)) / wall
 
 
 def in_ns(pair: Pair, argv: list[str]) -> list[str]:
     return [*NICE, "ip", "netns", "exec", pair.gen_ns, *argv]
 
 
-def measure(pair: Pair, argv: list[str], parse) -> dict:
+def measure(pair: Pair, argv: list[str], parse, softirqd: int | None) -> dict:
     before = pair.dropped()
     ru0 = resource.getrusage(resource.RUSAGE_CHILDREN)
+    k0 = task_cpu_seconds(softirqd)
     proc = run(in_ns(pair, argv))
+    k1 = task_cpu_seconds(softirqd)
     ru1 = resource.getrusage(resource.RUSAGE_CHILDREN)
     received = pair.dropped() - before
     sent, seconds = parse(proc.stdout)
-    # CPU time of the generator process (user + system; with tick accounting the
-    # receiver's softirq work done in its context is included): rate per busy core,
-    # independent of how much of the core other load took.
-    cpu = (ru1.ru_utime - ru0.ru_utime) + (ru1.ru_stime - ru0.ru_stime)
+    # CPU time spent on the run: the generator process (user + system, including the
+    # receiver's softirq work done in its context) plus ksoftirqd of the sending CPU
+    # (softirq work the kernel deferred there). packets / that = the rate of one busy
+    # core, whatever share of the core the machine's other load took.
+    cpu = (ru1.ru_utime - ru0.ru_utime) + (ru1.ru_stime - ru0.ru_stime) + (k1 - k0)
     return {"sent": sent, "received": received, "seconds": seconds, "cpu": cpu,
             "pps": received / seconds, "pps_cpu": received / cpu if cpu > 0 else 0.0,
             "stdout": proc.stdout, "argv": argv}
@@ -178,28 +212,32 @@ def main() -> int:
         results: dict[str, list[dict]] = {name: [] for name in gens}
         if not args.no_trafgen:
             results["trafgen"] = []
+        softirqd = ksoftirqd_pid(args.cpu)
+        share0 = cpu_share(args.cpu)
         load0 = os.getloadavg()
         names = list(results)
         for r in range(args.rounds):
             for name in names[r % len(names):] + names[:r % len(names)]:
                 if name == "trafgen":
                     argv = trafgen_argv(dict(tg_params, count=tg_count), str(conf))
-                    m = measure(pair, argv, parse_trafgen)
+                    m = measure(pair, argv, parse_trafgen, softirqd)
                     # aim the next trafgen run at the requested duration
                     tg_count = max(10_000, int(m["sent"] / max(m["seconds"], 1e-3) * args.seconds))
                 else:
                     argv, parse = gens[name]
-                    m = measure(pair, argv, parse)
+                    m = measure(pair, argv, parse, softirqd)
                 results[name].append(m)
                 print(f"round {r + 1} {name:22s} sent {m['sent']:>10d} received {m['received']:>10d} "
                       f"in {m['seconds']:.3f} s = {m['pps'] / 1e6:6.3f} Mpps received, "
                       f"cpu {m['cpu']:.3f} s = {m['pps_cpu'] / 1e6:6.3f} Mpps per busy core", flush=True)
         load1 = os.getloadavg()
+        share1 = cpu_share(args.cpu)
         print(f"\n{args.size}-byte frames, 1 thread on CPU {args.cpu}, {args.rounds} rounds of "
               f"~{args.seconds:g} s, veth -> XDP_DROP (native), nice {args.nice}; "
-              f"loadavg {load0[0]:.2f} -> {load1[0]:.2f}")
+              f"loadavg {load0[0]:.2f} -> {load1[0]:.2f}; a busy loop on CPU {args.cpu} got "
+              f"{share0:.0%} -> {share1:.0%} of it")
         print("Mpps counted at the receiver; wall = per second of run time, cpu = per second of the\n"
-              "generator's own CPU time (the rate of one busy core, what other load on the machine does not change)")
+              "CPU time of the generator + ksoftirqd/<cpu> (the rate of one busy core, whatever the other load)")
         print(f"{'generator':24s} {'wall median':>12s} {'wall best':>10s} {'cpu median':>11s} {'cpu best':>9s} "
               f"{'rx/tx':>7s}")
         med, medc = {}, {}

@@ -36,7 +36,7 @@ PARAM_KEYS = (
 # Frame sizes count the Ethernet header and payload, not the 4-byte FCS.
 ETH_IP_UDP_LEN = 14 + 20 + 8
 MIN_PKT_SIZE = 60
-XDPGEN_MAX_PKT_SIZE = 3520   # BPF_PROG_RUN live frames: one page minus headroom/tailroom
+XDPGEN_MAX_PKT_SIZE = 3408   # BPF_PROG_RUN live frames: one page minus page header, headroom, tailroom
 TRAFGEN_MAX_PKT_SIZE = 9014  # MTU 9000 + Ethernet header
 TRAFGEN_JUMBO_ABOVE = 2048   # trafgen needs --jumbo-support for larger frames
 XDPGEN_MAX_BATCH = 1 << 24

@@ -300,3 +300,16 @@ def test_xdpgen_version_and_help(build):
     for opt in ("--dev", "--size", "--count", "--duration", "--threads", "--cpu", "--batch", "--dst-mac",
                 "--src-mac", "--src-ip", "--dst-ip", "--sport", "--dport", "--flows", "--quiet"):
         assert opt in h.stdout
+
+
+def test_xdpgen_largest_live_frame(drop_pair):
+    for ns, dev in ((drop_pair.gns, drop_pair.gif), (drop_pair.dns, drop_pair.dif)):
+        sh("ip", "-n", ns, "link", "set", dev, "mtu", "3394")
+    before = drop_pair.counter(1)
+    proc = drop_pair.run("-i", drop_pair.gif, "-n", "1000", "-s", "3408", "-q")
+    assert proc.returncode == 0, proc.stderr
+    r = parse("xdpgen", proc.stdout)
+    assert r["packets"] == 1000 and r["bytes"] == 3408 * 1000
+    assert 1000 <= drop_pair.counter(1) - before <= 1000 + SLACK
+    too_big = drop_pair.run("-i", drop_pair.gif, "-n", "1000", "-s", "3409")
+    assert too_big.returncode == 2 and "'3409' for -s/--size" in too_big.stderr

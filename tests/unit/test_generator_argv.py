@@ -53,8 +53,8 @@ def test_xdpgen_argv_binary_is_argv0():
 
 BAD = [
     ({"interface": "gen0", "pkt_size": "abc"}, "pkt_size must be an integer, got 'abc'"),
-    ({"interface": "gen0", "pkt_size": 59}, "pkt_size must be in 60..3520, got 59"),
-    ({"interface": "gen0", "pkt_size": 3521}, "pkt_size must be in 60..3520, got 3521"),
+    ({"interface": "gen0", "pkt_size": 59}, "pkt_size must be in 60..3408, got 59"),
+    ({"interface": "gen0", "pkt_size": 3409}, "pkt_size must be in 60..3408, got 3409"),
     ({"interface": "gen0", "pkt_size": True}, "pkt_size must be an integer, got True"),
     ({"interface": "gen0", "pkt_size": 64.5}, "pkt_size must be an integer, got 64.5"),
     ({"interface": "gen0", "pkt_size": "-64"}, "pkt_size must be an integer, got '-64'"),

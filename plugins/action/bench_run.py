@@ -39,9 +39,12 @@ from ansible_collections.xdplab.testbed.plugins.module_utils._record import (
     write_json_atomic,
 )
 from ansible_collections.xdplab.testbed.plugins.module_utils._sampling import SamplingError, bound_label, find_bursts
+from ansible_collections.xdplab.testbed.plugins.module_utils._tools import CLIENT_TOOLS, client_argv, server_argv
 
 MODULE = "xdplab.testbed.bench_run"
 SAMPLER = "xdplab.testbed.bench_sample"
+SERVER = "xdplab.testbed.bench_server"
+SINKS = ("xsksink", "udpsink")
 # Extra seconds the sampler may run past the expected end of the generator runs.
 SAMPLER_SLACK = 8.0
 # The sampler gives up when the counter has not moved for lead + gap + this many seconds.
@@ -54,6 +57,21 @@ def check_generator_params(tool: str, params: dict) -> None:
         xdpgen_argv(params)
     elif tool == "trafgen":
         trafgen_argv(params, "trafgen.cfg")
+    elif tool in CLIENT_TOOLS:
+        client_argv(tool, params)
+
+
+def check_server(spec: dict | None, sampler: str) -> None:
+    """Raise GeneratorParamError naming a bad server spec, or a sink-less sampler=server."""
+    if spec is None:
+        return
+    server_argv({"tool": spec.get("tool"), "params": spec.get("params")})
+    unknown = sorted(set(spec) - {"tool", "params", "binary"})
+    if unknown:
+        raise GeneratorParamError(f"unknown server key(s) {', '.join(map(repr, unknown))}; known: tool, params, binary")
+    if sampler == "server" and spec.get("tool") not in SINKS:
+        raise GeneratorParamError(f"sampler=server needs a sink that counts packets ({', '.join(SINKS)}), "
+                                  f"got server tool {spec.get('tool')!r}")
 
 
 class ActionModule(ActionBase):
@@ -115,6 +133,7 @@ class ActionModule(ActionBase):
             return dict(result, skipped=True, msg="bench_run sends traffic: not run in check mode")
         try:  # bad parameters fail here, before anything starts on any host
             check_generator_params(args.get("tool", "xdpgen"), args.get("params") or {})
+            check_server(args.get("server"), args.get("sampler", "continuous"))
             if args.get("counter"):
                 check_spec(args["counter"])
         except (GeneratorParamError, CounterError) as exc:
@@ -124,25 +143,76 @@ class ActionModule(ActionBase):
         params = dict(args.get("params") or {})
         module_args = {k: v for k, v in args.items() if k in GENERATOR_SPEC and k != "repetitions"}
         started = utcnow()
+        server = None
+        if args.get("server"):
+            if not args.get("dut"):
+                return dict(result, failed=True, msg="server needs dut: the host the server runs on")
+            server = self._start_server(args, task_vars)
+            if server.get("failed"):
+                return dict(result, failed=True, msg=f"server on {args['dut']}: {server.get('msg')}", server=server)
+        try:
+            measured = self._measure(args, module_args, reps, params, mode, task_vars)
+        finally:
+            stopped = self._stop_server(args, server, task_vars) if server else None
+        if measured.get("failed"):
+            if stopped and stopped.get("failed"):  # the server's own message explains the point's failure
+                measured["msg"] = f"{measured.get('msg')}; server on {args['dut']}: {stopped.get('msg')}"
+            return {**result, **measured, "server": stopped}
+        runs, sample = measured["runs"], measured["sample"]
+        if stopped and stopped.get("failed"):
+            return dict(result, failed=True, msg=f"server on {args['dut']}: {stopped.get('msg')}", server=stopped,
+                        runs=runs)
+        if mode == "server":
+            sample = {"sink": stopped["sink"]}
+            if len(sample["sink"]["bursts"]) != reps:
+                return dict(result, failed=True, runs=runs, server=stopped,
+                            msg=f"{args['server']['tool']} on {args['dut']} saw {len(sample['sink']['bursts'])} "
+                                f"bursts of traffic, expected {reps} (one per repetition)")
+        return self._finish(result, args, params, runs, sample, mode, started, stopped, task_vars)
 
+    def _start_server(self, args: dict, task_vars: dict) -> dict:
+        spec = args["server"]
+        margs = {"state": "started", "tool": spec["tool"], "params": spec.get("params") or {}}
+        if spec.get("binary"):
+            margs["binary"] = spec["binary"]
+        try:
+            return self._run_on_host(args["dut"], SERVER, margs, task_vars)
+        except Exception as exc:  # noqa: BLE001 - reported as this point's failure
+            return {"failed": True, "msg": str(exc)}
+
+    def _stop_server(self, args: dict, server: dict, task_vars: dict) -> dict:
+        try:
+            return self._run_on_host(args["dut"], SERVER, {"state": "stopped", "pid": server["pid"],
+                                                            "log": server["log"]}, task_vars)
+        except Exception as exc:  # noqa: BLE001 - reported as this point's failure
+            return {"failed": True, "msg": str(exc)}
+
+    def _measure(self, args, module_args, reps, params, mode, task_vars) -> dict:
+        """Run the generator with the chosen DUT sampler: {"runs", "sample"} or a failure dict."""
         if mode == "continuous":
             runs, sample = self._continuous(args, module_args, reps, params, task_vars)
-            if runs is None:
-                return dict(result, **sample)
         elif mode == "snapshot":
             runs, sample = self._snapshot(args, module_args, reps, task_vars)
-            if runs is None:
-                return dict(result, **sample)
         else:
             gen = self._execute_module(MODULE, module_args=dict(module_args, repetitions=reps), task_vars=task_vars)
             if gen.get("failed"):
-                return dict(result, **gen)
+                return gen
             runs, sample = gen["runs"], None
+        if runs is None:
+            return sample
+        return {"runs": runs, "sample": sample}
 
+    def _finish(self, result, args, params, runs, sample, mode, started, stopped, task_vars) -> dict:
         reps_out, counters = self._cross_check(runs, sample, mode)
+        if stopped:
+            counters["server"] = {"tool": args["server"]["tool"], "info": (stopped.get("sink") or {}).get("info", {})}
+            counters["server_cpu"] = stopped.get("cpu", {})
         if mode == "none":
             samples = [r["gen_pps"] for r in reps_out]
             how = "generator_pps"
+        elif mode == "server":
+            samples = [r["dut_pps"] for r in reps_out]
+            how = "sink_burst_rate"
         else:
             samples = [r["dut_pps"] for r in reps_out]
             how = "dut_steady_rate" if mode == "continuous" else "dut_delta_over_generator_time"
@@ -152,6 +222,8 @@ class ActionModule(ActionBase):
         if args.get("generator_environment"):
             environment["generator"] = args["generator_environment"]
         record_params = dict(params, **(args.get("record_params") or {}), sample=how)
+        if args.get("server"):  # records of different receivers must not match each other
+            record_params.setdefault("server", args["server"]["tool"])
         try:
             record = build_record(
                 run_id=args.get("run_id") or new_run_id(started),
@@ -250,6 +322,9 @@ class ActionModule(ActionBase):
             if mode == "continuous":
                 burst = sample["bursts"][i]
                 rep.update(dut_packets=burst["packets"], dut_pps=burst["rate"], dut_interior=burst["interior"])
+            elif mode == "server":
+                burst = sample["sink"]["bursts"][i]
+                rep.update(dut_packets=burst["packets"], dut_pps=burst["pps"], dut_seconds=burst["seconds"])
             elif mode == "snapshot":
                 before, after = sample["snapshots"][i]
                 got = after["counts"][0] - before["counts"][0]

@@ -5,7 +5,7 @@ Private to the xdplab.testbed collection."""
 
 from __future__ import annotations
 
-TOOLS = ["xdpgen", "trafgen", "command"]
+TOOLS = ["xdpgen", "trafgen", "xskgen", "udpgen", "sockperf", "iperf3", "testpmd", "command"]
 
 # What the module on the generator host takes.
 GENERATOR_SPEC = dict(
@@ -25,7 +25,10 @@ ACTION_SPEC = dict(
     GENERATOR_SPEC,
     dut=dict(type="str"),
     counter=dict(type="dict"),
-    sampler=dict(type="str", choices=["continuous", "snapshot", "none"], default="continuous"),
+    sampler=dict(type="str", choices=["continuous", "snapshot", "none", "server"], default="continuous"),
+    # A server or sink started on the DUT for the point and stopped after it (bench_server):
+    # {tool: xsksink|udpsink|sockperf|iperf3, params: {...}, binary: path}.
+    server=dict(type="dict"),
     sample_interval=dict(type="float", default=0.1),
     lead=dict(type="float", default=1.0),
     ethtool_interfaces=dict(type="list", elements="str", default=[]),
@@ -40,4 +43,5 @@ ACTION_SPEC = dict(
 ACTION_REQUIRED_IF = GENERATOR_REQUIRED_IF + [
     ("sampler", "continuous", ("dut", "counter")),
     ("sampler", "snapshot", ("dut", "counter")),
+    ("sampler", "server", ("dut", "server")),
 ]

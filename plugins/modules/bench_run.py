@@ -27,14 +27,21 @@ options:
       - The generator. C(xdpgen) is the collection's live-frame XDP generator, C(trafgen) netsniff-ng's
         trafgen (its configuration rendered from O(params)); C(command) runs O(command) as is and parses
         its output as O(parse_as).
+      - C(xskgen) is the collection's AF_XDP TX generator and C(udpgen) its UDP socket sender (files/xsk);
+        C(sockperf) runs C(sockperf tp) or C(pp) (O(params.mode)) and C(iperf3) a UDP client, both against
+        a server the action starts on the DUT (O(server)); C(testpmd) is DPDK's testpmd in txonly mode on
+        a C(net_af_xdp) vdev, where DPDK is installed.
     type: str
-    choices: [xdpgen, trafgen, command]
+    choices: [xdpgen, trafgen, xskgen, udpgen, sockperf, iperf3, testpmd, command]
     default: xdpgen
   params:
     description:
       - Generator parameters, also stored in the record and used to match records for comparison
         (interface, pkt_size, count, duration, threads, cpu, batch, dst_mac, src_mac, src_ip, dst_ip,
         sport, dport, flows).
+      - C(xskgen) adds queue, xsk_mode (auto, copy, zerocopy), busy_poll, tx_metadata (off, fill,
+        request); C(sockperf) takes mode (tp, pp), pkt_size, duration, dst_ip, dport, mps; C(iperf3)
+        pkt_size, duration, dst_ip, dport, bitrate, src_ip.
     type: dict
     default: {}
   binary:
@@ -70,9 +77,19 @@ options:
       - C(continuous) samples the DUT counter every O(sample_interval) during the runs (steady-state rate
         per repetition); C(snapshot) reads it only before and after each run (rate = delta / generator
         seconds; the harness-overhead baseline); C(none) records the generator's own rate.
+      - C(server) takes the DUT's figures from the sink given in O(server) (C(xsksink) or C(udpsink)):
+        the packets the receiving application got per repetition and its rate.
     type: str
-    choices: [continuous, snapshot, none]
+    choices: [continuous, snapshot, none, server]
     default: continuous
+  server:
+    description:
+      - A server or sink started on the DUT (M(xdplab.testbed.bench_server)) before the generator and
+        stopped after the point, whatever happens (action plugin only). C(tool) is one of C(xsksink),
+        C(udpsink), C(sockperf), C(iperf3); C(params) its parameters; C(binary) its path.
+      - Its CPU use (C(app_pct) of the server process while it received, the host's C(softirq_pct))
+        goes into the record's C(counters.server_cpu).
+    type: dict
   sample_interval:
     description: Seconds between DUT counter readings with O(sampler=continuous).
     type: float
@@ -190,6 +207,12 @@ from ansible_collections.xdplab.testbed.plugins.module_utils._generators import 
     xdpgen_argv,
 )
 from ansible_collections.xdplab.testbed.plugins.module_utils._parsers import ParseError, parse
+from ansible_collections.xdplab.testbed.plugins.module_utils._tools import (
+    CLIENT_TOOLS,
+    client_argv,
+    parse_info,
+    parser_for,
+)
 
 
 def build_argv(module: AnsibleModule, conf_dir: str) -> tuple[list[str], str]:
@@ -199,6 +222,9 @@ def build_argv(module: AnsibleModule, conf_dir: str) -> tuple[list[str], str]:
         return list(p["command"]), p["parse_as"]
     if tool == "xdpgen":
         argv = xdpgen_argv(p["params"])
+    elif tool in CLIENT_TOOLS:
+        argv = client_argv(tool, p["params"])
+        tool = parser_for(tool)
     else:
         conf = os.path.join(conf_dir, "trafgen.cfg")
         with open(conf, "w", encoding="utf-8") as fh:
@@ -230,6 +256,9 @@ def run_once(module: AnsibleModule, argv: list[str], parser: str, timeout: float
     except ParseError as exc:
         module.fail_json(msg=f"cannot read {parser} output: {exc}", cmd=argv, rc=proc.returncode,
                          stdout=proc.stdout, stderr=proc.stderr)
+    info = parse_info(os.path.basename(argv[0]), proc.stdout)
+    if info:
+        parsed["info"] = info
     return {"argv": argv, "rc": proc.returncode, "parsed": parsed, "cpu": cpu,
             "started_epoch": wall0, "elapsed": round(elapsed, 6)}
 

@@ -40,7 +40,7 @@ options:
         (interface, pkt_size, count, duration, threads, cpu, batch, dst_mac, src_mac, src_ip, dst_ip,
         sport, dport, flows).
       - C(xskgen) adds queue, xsk_mode (auto, copy, zerocopy), busy_poll, tx_metadata (off, fill,
-        request); C(sockperf) takes mode (tp, pp), pkt_size, duration, dst_ip, dport, mps; C(iperf3)
+        request). C(sockperf) takes mode (tp, pp), pkt_size, duration, dst_ip, dport, mps; C(iperf3)
         pkt_size, duration, dst_ip, dport, bitrate, src_ip.
     type: dict
     default: {}
@@ -77,7 +77,7 @@ options:
       - C(continuous) samples the DUT counter every O(sample_interval) during the runs (steady-state rate
         per repetition); C(snapshot) reads it only before and after each run (rate = delta / generator
         seconds; the harness-overhead baseline); C(none) records the generator's own rate.
-      - C(server) takes the DUT's figures from the sink given in O(server) (C(xsksink) or C(udpsink)):
+      - C(server) takes the DUT's figures from the sink given in O(server) (C(xsksink) or C(udpsink)),
         the packets the receiving application got per repetition and its rate.
     type: str
     choices: [continuous, snapshot, none, server]
@@ -85,9 +85,9 @@ options:
   server:
     description:
       - A server or sink started on the DUT (M(xdplab.testbed.bench_server)) before the generator and
-        stopped after the point, whatever happens (action plugin only). C(tool) is one of C(xsksink),
-        C(udpsink), C(sockperf), C(iperf3); C(params) its parameters; C(binary) its path.
-      - Its CPU use (C(app_pct) of the server process while it received, the host's C(softirq_pct))
+        stopped after the point, whatever happens (action plugin only). Keys are C(tool) is one of C(xsksink),
+        C(udpsink), C(sockperf), C(iperf3); C(params), its parameters, and C(binary), its path.
+      - Its CPU use (C(app_pct) of the server process while it received, and the host's C(softirq_pct))
         goes into the record's C(counters.server_cpu).
     type: dict
   sample_interval:

@@ -11,7 +11,7 @@ short_description: Start or stop the DUT-side server or sink of a benchmark poin
 version_added: 0.1.0
 description:
   - With O(state=started), starts a receiver in the background on the target host (the DUT) and
-    returns once it is ready: C(xsksink) (AF_XDP RX sink of files/xsk), C(udpsink) (UDP socket
+    returns once it is ready. Servers are C(xsksink) (AF_XDP RX sink of files/xsk), C(udpsink) (UDP socket
     receiver), C(sockperf sr) or C(iperf3 --server). Its output goes to a log file; a server that
     exits while starting fails the task with its own message.
   - With O(state=stopped), stops the process started before (identified by O(pid) and its start time,

@@ -1,0 +1,140 @@
+"""argv builders of xskgen/udpgen/sockperf/iperf3/testpmd and the DUT servers; sink/info parsers on real output."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from ansible_collections.xdplab.testbed.plugins.module_utils._generators import GeneratorParamError
+from ansible_collections.xdplab.testbed.plugins.module_utils._parsers import parse
+from ansible_collections.xdplab.testbed.plugins.module_utils._tools import (
+    client_argv,
+    parse_info,
+    parse_sink,
+    parser_for,
+    server_argv,
+)
+
+FIX = Path(__file__).parent / "fixtures" / "xsk"
+MAC = "02:00:00:00:00:02"
+
+ARGV_CASES = [
+    ("xskgen", {"interface": "veth0", "duration": 2, "dst_mac": MAC},
+     ["xskgen", "--dev", "veth0", "--size", "64", "--duration", "2", "--dst-mac", MAC, "--src-ip", "198.18.0.1",
+      "--dst-ip", "198.18.0.2", "--sport", "9", "--dport", "9"]),
+    ("xskgen", {"interface": "veth0", "count": 1000, "pkt_size": 1400, "batch": 32, "queue": 1,
+                "xsk_mode": "copy", "busy_poll": True, "tx_metadata": "request", "flows": 4, "dst_mac": MAC},
+     ["xskgen", "--dev", "veth0", "--size", "1400", "--count", "1000", "--queue", "1", "--batch", "32", "--copy",
+      "--busy-poll", "--tx-metadata", "--dst-mac", MAC, "--src-ip", "198.18.0.1", "--dst-ip", "198.18.0.2",
+      "--sport", "9", "--dport", "9", "--flows", "4"]),
+    ("xskgen", {"interface": "veth0", "tx_metadata": "fill", "xsk_mode": "zerocopy", "busy_poll": "false"},
+     ["xskgen", "--dev", "veth0", "--size", "64", "--duration", "5", "--zero-copy", "--tx-metadata-fill",
+      "--dst-mac", "ff:ff:ff:ff:ff:ff", "--src-ip", "198.18.0.1", "--dst-ip", "198.18.0.2", "--sport", "9",
+      "--dport", "9"]),
+    ("udpgen", {"pkt_size": 200, "duration": 1.5, "dst_ip": "198.18.0.2", "flows": 2, "batch": 32},
+     ["udpgen", "--size", "200", "--duration", "1.5", "--batch", "32", "--src-ip", "198.18.0.1", "--dst-ip",
+      "198.18.0.2", "--sport", "9", "--dport", "9", "--flows", "2"]),
+    ("sockperf", {"mode": "tp", "pkt_size": 242, "duration": 3, "dst_ip": "198.18.0.2"},
+     ["sockperf", "tp", "-i", "198.18.0.2", "-p", "11111", "-m", "200", "-t", "3", "--mps=max"]),
+    ("sockperf", {"mode": "pp", "duration": 2, "mps": 1000},
+     ["sockperf", "pp", "-i", "198.18.0.2", "-p", "11111", "-m", "22", "-t", "2", "--mps=1000"]),
+    ("iperf3", {"pkt_size": 1442, "duration": 2, "bitrate": "500M", "src_ip": "198.18.0.1"},
+     ["iperf3", "--client", "198.18.0.2", "--port", "5201", "--udp", "--bitrate", "500M", "--length", "1400",
+      "--time", "2", "--json", "--bind", "198.18.0.1"]),
+    ("testpmd", {"interface": "veth0", "duration": 3, "dst_mac": MAC},
+     ["dpdk-testpmd", "-l", "0-1", "--no-pci", "--in-memory", "--vdev=net_af_xdp0,iface=veth0,start_queue=0",
+      "--", "--forward-mode=txonly", "--txpkts=64", "--burst=32", "--stats-period=3", "--auto-start",
+      "--no-interactive", f"--eth-peer=0,{MAC}"]),
+]
+
+
+@pytest.mark.parametrize(("tool", "params", "argv"), ARGV_CASES, ids=[f"{c[0]}-{i}" for i, c in enumerate(ARGV_CASES)])
+def test_client_argv(tool, params, argv):
+    assert client_argv(tool, params) == argv
+
+
+BAD = [
+    ("xskgen", {"interface": "veth0", "tx_metadata": "maybe"},
+     "tx_metadata must be one of off, fill, request, got 'maybe'"),
+    ("xskgen", {"interface": "veth0", "xsk_mode": "zc"}, "xsk_mode must be one of auto, copy, zerocopy, got 'zc'"),
+    ("xskgen", {"interface": "veth0", "pkt_size": 4090, "tx_metadata": "fill"}, "pkt_size 4090 does not fit"),
+    ("xskgen", {"interface": "veth0", "threads": 2}, "threads must be in 1..1, got 2"),
+    ("xskgen", {"interface": "veth0", "batch": 4096}, "batch must be in 1..2048, got 4096"),
+    ("xskgen", {"interface": "veth0", "busy_poll": "sometimes"}, "busy_poll must be a boolean, got 'sometimes'"),
+    ("xskgen", {"interface": "veth0", "burst": 3}, "unknown xskgen parameter(s) 'burst'"),
+    ("xskgen", {"duration": 1}, "interface is required"),
+    ("udpgen", {"count": 5, "duration": 1}, "count (5) and duration (1) are mutually exclusive"),
+    ("udpgen", {"dst_ip": "198.18.0.300"}, "dst_ip must be an IPv4 address, got '198.18.0.300'"),
+    ("sockperf", {"mode": "ul"}, "mode must be one of tp, pp, got 'ul'"),
+    ("sockperf", {"duration": 1.5}, "duration must be whole seconds >= 1 for sockperf, got 1.5"),
+    ("iperf3", {"bitrate": "fast"}, "bitrate must be like 0 (unlimited), 500M or 1G, got 'fast'"),
+    ("pktgen", {}, "unknown generator 'pktgen'"),
+]
+
+
+@pytest.mark.parametrize(("tool", "params", "msg"), BAD, ids=[m[:30] for _, _, m in BAD])
+def test_bad_client_params_name_the_value(tool, params, msg):
+    with pytest.raises(GeneratorParamError) as exc:
+        client_argv(tool, params)
+    assert msg in str(exc.value)
+
+
+def test_server_argv():
+    assert server_argv({"tool": "xsksink", "params": {"interface": "veth1", "xsk_mode": "copy", "gap": 0.2}}) == [
+        "xsksink", "--dev", "veth1", "--queue", "0", "--copy", "--xdp-mode", "auto", "--gap", "0.2"]
+    assert server_argv({"tool": "udpsink", "params": {"dport": 7, "busy_poll": True, "rcvbuf": 8388608}}) == [
+        "udpsink", "--port", "7", "--rcvbuf", "8388608", "--busy-poll"]
+    assert server_argv({"tool": "sockperf", "params": {"address": "198.18.0.2"}}) == [
+        "sockperf", "sr", "-p", "11111", "-i", "198.18.0.2"]
+    assert server_argv({"tool": "iperf3"}) == ["iperf3", "--server", "--port", "5201"]
+
+
+@pytest.mark.parametrize(("spec", "msg"), [
+    ({"tool": "netcat"}, "server tool must be one of xsksink, udpsink, sockperf, iperf3, got 'netcat'"),
+    ({"tool": "xsksink", "params": {}}, "interface is required"),
+    ({"tool": "xsksink", "params": {"interface": "veth0", "xdp_mode": "offload"}},
+     "xdp_mode must be one of auto, native, generic, got 'offload'"),
+    ({"tool": "udpsink", "params": {"interface": "veth0"}}, "unknown udpsink server parameter(s) 'interface'"),
+    ("xsksink", "server must be a dict"),
+])
+def test_bad_server(spec, msg):
+    with pytest.raises(GeneratorParamError) as exc:
+        server_argv(spec)
+    assert msg in str(exc.value)
+
+
+def test_parse_xsksink_real_output():
+    out = parse_sink((FIX / "xsksink_2bursts.txt").read_text())
+    assert out["tool"] == "xsksink" and out["packets"] == 278896
+    assert [b["packets"] for b in out["bursts"]] == [234048, 44848]
+    assert out["bursts"][0]["pps"] == pytest.approx(234048 / 1.009258)
+    assert out["info"]["mode"] == "copy" and out["info"]["xdp_mode"] == "native"
+    assert out["info"]["rx_fill_ring_empty_descs"] == 6368
+
+
+def test_parse_udpsink_real_output():
+    out = parse_sink((FIX / "udpsink_1burst.txt").read_text())
+    assert out["tool"] == "udpsink" and [b["packets"] for b in out["bursts"]] == [94208]
+    assert out["info"]["rcvbuf_errors"] == 0
+
+
+def test_parse_sink_killed_or_inconsistent():
+    text = (FIX / "xsksink_2bursts.txt").read_text()
+    killed = "\n".join(line for line in text.splitlines() if "total" not in line)
+    with pytest.raises(ValueError, match="no 'total packets=' line"):
+        parse_sink(killed)
+    missing_burst = "\n".join(line for line in text.splitlines() if not line.startswith("recv 44848"))
+    with pytest.raises(ValueError, match="do not match its total line"):
+        parse_sink(missing_burst)
+
+
+def test_generator_outputs_parse_with_their_parser():
+    xsk = (FIX / "xskgen_request.txt").read_text()
+    parsed = parse(parser_for("xskgen"), xsk)
+    assert parsed["packets"] == 20000 and parsed["pps"] == pytest.approx(20000 / 0.043394)
+    info = parse_info("xskgen", xsk)
+    assert info["tx_metadata"] == "request" and info["tx_timestamp_filled"] == 20000
+    assert info["mode_note"].startswith("copy (zero-copy refused")
+    udp = (FIX / "udpgen_count.txt").read_text()
+    assert parse(parser_for("udpgen"), udp)["packets"] == 20000
+    assert parse_info("udpgen", udp) == {"size": 64, "payload": 22, "batch": 64, "flows": 1, "send_errors": 0}

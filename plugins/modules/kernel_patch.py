@@ -346,6 +346,9 @@ def main() -> None:
             state_file=series.state_file,
             series=recorded if action == "noop" else {},
         )
+        if action == "noop" and "schema" not in recorded:
+            # nothing applied and nothing asked: the record of the empty series, not written to the tree
+            result["series"] = dict(_kernel.series_record(module.params["source"], []), method=series.method)
         if action == "noop" or module.check_mode:
             module.exit_json(**result)
         base = recorded.get("base", "")

@@ -175,3 +175,13 @@ def test_mbox_series_is_split(tree, tmp_path):
     res = kernel_patch(tree, [{"path": str(mbox)}])
     assert res["changed"] and len(res["applied"]) == 2
     assert [p["name"] for p in res["patches"]] == ["series.mbox#1", "series.mbox#2"]
+
+
+def test_empty_series_on_a_fresh_tree_reports_a_record(tree):
+    before = snapshot(tree)
+    res = kernel_patch(tree, [], source={"type": "debian"})
+    assert res["changed"] is False
+    assert res["series"]["schema"] == "xdplab.kernel-series/v1" and res["series"]["patches"] == []
+    assert res["series"]["series_id"] == hashlib.sha256(b"").hexdigest()
+    assert res["series"]["source"] == {"type": "debian"}
+    assert snapshot(tree) == before and not (tree / ".xdplab").exists()

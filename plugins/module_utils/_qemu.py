@@ -29,6 +29,7 @@ import time
 from dataclasses import dataclass, field
 
 OUT_TAG = "xdplab_out"
+GUEST_TMPFS = ("/tmp", "/run", "/var/tmp")  # noqa: S108 - mount points in the guest, not used on the host
 GUEST_OUT = "/run/xdplab-out"
 BUSYBOX_CANDIDATES = ("/bin/busybox", "/usr/bin/busybox")
 START_MARK = "xdplab: guest command starting"

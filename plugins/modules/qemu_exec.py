@@ -98,7 +98,8 @@ options:
   rundir:
     description:
       - Directory for the init script, the output share and the console log. Must not be under C(/tmp) or
-        C(/run) (the guest mounts tmpfs there). A fresh directory under C(/var/lib/xdplab/qemu) when omitted.
+        C(/run) or C(/var/tmp) (the guest mounts tmpfs there). A fresh directory under C(/var/lib/xdplab/qemu)
+        when omitted.
     type: path
   fail_on_rc:
     description: Fail the task when the command's exit status is not 0.
@@ -230,8 +231,9 @@ def main() -> None:
         rundir = p["rundir"]
         if rundir:
             real = os.path.realpath(rundir)
-            if real in ("/tmp", "/run") or real.startswith(("/tmp/", "/run/")):  # noqa: S108 - a check, not a use
-                module.fail_json(msg=f"rundir {rundir!r} is under /tmp or /run, which the guest mounts over")
+            if real in _qemu.GUEST_TMPFS or real.startswith(tuple(d + "/" for d in _qemu.GUEST_TMPFS)):
+                module.fail_json(msg=f"rundir {rundir!r} is under {', '.join(_qemu.GUEST_TMPFS)}, "
+                                 "which the guest mounts tmpfs over")
             os.makedirs(rundir, exist_ok=True)
         else:
             os.makedirs("/var/lib/xdplab/qemu", exist_ok=True)

@@ -15,6 +15,8 @@ repetition are kept under --raw when given.
 from __future__ import annotations
 
 import argparse
+import hashlib
+import json
 import os
 import subprocess
 import sys
@@ -56,6 +58,8 @@ def main() -> int:
     ap.add_argument("--burst", type=int, default=1)
     ap.add_argument("--clone-skb", type=int, default=0)
     ap.add_argument("--reps", type=int, default=3)
+    ap.add_argument("--series", help="series.json of the booted variant (kernel role): environment.kernel_patches")
+    ap.add_argument("--config", help="final .config of the booted variant: environment.kernel_config_sha256")
     args = ap.parse_args()
 
     if not os.path.isdir(PG):
@@ -98,6 +102,15 @@ def main() -> int:
         raw_parsed.append(parsed)
     with open(f"{PG}/pgctrl") as fh:
         pgctrl = fh.read()
+    environment = {"kernel": os.uname().release, "cpus_online": os.cpu_count(), "qemu_guest": True}
+    if args.series:
+        with open(args.series) as fh:
+            series = json.load(fh)
+        environment["kernel_patches"] = [{"subject": p["subject"], "patch_id": p["patch_id"]}
+                                         for p in series.get("patches", [])]
+    if args.config:
+        with open(args.config, "rb") as fh:
+            environment["kernel_config_sha256"] = hashlib.sha256(fh.read()).hexdigest()
     record = _record.build_record(
         run_id=_record.new_run_id(),
         scenario=f"pktgen_{args.kind}",
@@ -106,7 +119,7 @@ def main() -> int:
         params={"pkt_size": args.pkt_size, "count": args.count, "burst": args.burst, "clone_skb": args.clone_skb,
                 "threads": 1, "device": args.kind, "sample": "repetition"},
         samples=samples,
-        environment={"kernel": os.uname().release, "cpus_online": os.cpu_count(), "qemu_guest": True},
+        environment=environment,
         started=started,
         duration_s=time.monotonic() - t0,
         extra={"pgctrl": pgctrl.splitlines()},

@@ -47,6 +47,8 @@ SERVER = "xdplab.testbed.bench_server"
 SINKS = ("xsksink", "udpsink")
 # Extra seconds the sampler may run past the expected end of the generator runs.
 SAMPLER_SLACK = 8.0
+# Generator params that identify the test bed, not the measurement.
+PLUMBING = ("dst_mac", "src_mac")
 # The sampler gives up when the counter has not moved for lead + gap + this many seconds.
 STALL_MARGIN = 4.0
 
@@ -221,7 +223,9 @@ class ActionModule(ActionBase):
         environment = dict(args.get("environment") or {})
         if args.get("generator_environment"):
             environment["generator"] = args["generator_environment"]
-        record_params = dict(params, **(args.get("record_params") or {}), sample=how)
+        # MAC addresses are plumbing, new with every test bed: kept out of params, which match records.
+        record_params = {k: v for k, v in params.items() if k not in PLUMBING}
+        record_params.update(args.get("record_params") or {}, sample=how)
         if args.get("server"):  # records of different receivers must not match each other
             record_params.setdefault("server", args["server"]["tool"])
         try:
@@ -237,6 +241,7 @@ class ActionModule(ActionBase):
                 started=iso(started),
                 duration_s=(utcnow() - started).total_seconds(),
                 extra={"reps": reps_out, "bound": bound,
+                       "addresses": {k: params[k] for k in PLUMBING if k in params},
                        "dut": args.get("dut"), "generator": task_vars.get("inventory_hostname")},
             )
         except ValueError as exc:

@@ -153,7 +153,9 @@ def sweep_tables(records: list[dict]) -> list[dict]:
     for rec in records:
         groups[(rec["scenario"], rec["variant"])].append(rec)
     tables = []
-    for (scenario, variant), recs in sorted(groups.items()):
+    # In the order the scenarios were run (the first one is the reference of a scenarios table).
+    order = sorted(groups.items(), key=lambda kv: (min(r.get("started", "") for r in kv[1]), kv[0]))
+    for (scenario, variant), recs in order:
         keys = sorted({k for r in recs for k in r["params"]})
         varying = [k for k in keys if len({params_key({"v": r["params"].get(k)}) for r in recs}) > 1]
         recs = sorted(recs, key=lambda r: tuple(_sort_value(r["params"].get(k)) for k in varying))

@@ -99,6 +99,17 @@ def _params(p: dict) -> str:
     return " ".join(f"{k}={v}" for k, v in sorted(p.items())) or "-"
 
 
+def _n(n: int) -> str:
+    return str(n) + ("" if n > 1 else " (no interval)")
+
+
+def _common_params(params: list[dict]) -> dict:
+    """The params every dict has with the same value."""
+    if not params:
+        return {}
+    return {k: v for k, v in params[0].items() if all(p.get(k, object()) == v for p in params[1:])}
+
+
 def env_lines(env: dict) -> list[str]:
     """Environment block of a cover letter: CPU and clock, kernel and patches, NIC, tuning."""
     if not env:
@@ -219,15 +230,33 @@ def render_text(report: dict, markdown: bool = False) -> str:
             out += _table(["key", "baseline", "candidate"], rows, markdown)
         out.append("")
     else:
+        singles = [t for t in report["sweeps"] if len(t["rows"]) == 1]
+        if len(singles) >= 2:
+            # One point per scenario (the default bench run): one table, each scenario against the first,
+            # which is how "XDP vs tc vs netfilter drop on the same DUT" reads.
+            first = singles[0]["rows"][0]["ns_per_packet"]
+            out += [h(f"Scenarios (d first = ns/packet minus {singles[0]['scenario']})"), ""]
+            common = _common_params([t["rows"][0]["params"] for t in singles])
+            if common:
+                out += [f"Common params: {_params(common)}", ""]
+            rows = [[t["scenario"], t["variant"], f"{t['rows'][0]['pps']:.0f}", _f2(t["rows"][0]["ns_per_packet"]),
+                     _d2(t["rows"][0]["ns_per_packet"] - first), _n(t["rows"][0]["n"])] for t in singles]
+            out += _table(["scenario", "variant", "pps", "ns/packet", "d first ns", "n"], rows, markdown)
+            out.append("")
         for t in report["sweeps"]:
+            if len(singles) >= 2 and t in singles:
+                continue
             title = f"{t['scenario']} / {t['variant']}"
             if len(t["varying"]) == 1:
                 title += f": sweep over {t['varying'][0]}"
             elif t["varying"]:
                 title += f": records differ in {', '.join(t['varying'])}"
             out += [h(title), ""]
-            rows = [[_params(r["params"]), f"{r['pps']:.0f}", _f2(r["ns_per_packet"]), _d2(r["delta_prev_ns"]),
-                     _d2(r["delta_base_ns"]), str(r["n"]) + ("" if r["n"] > 1 else " (no interval)")]
+            shown = t["varying"]  # only what differs between the rows; the rest is said once
+            out += [f"Common params: {_params(_common_params([r['params'] for r in t['rows']]))}", ""]
+            rows = [[_params({k: v for k, v in r["params"].items() if k in shown}) if shown else "(common)",
+                     f"{r['pps']:.0f}", _f2(r["ns_per_packet"]), _d2(r["delta_prev_ns"]),
+                     _d2(r["delta_base_ns"]), _n(r["n"])]
                     for r in t["rows"]]
             out += _table(["params", "pps", "ns/packet", "d prev ns", "d first ns", "n"], rows, markdown)
             out.append("")

@@ -32,6 +32,7 @@
 struct config {
 	const char *ifname;
 	uint32_t queue, frames, batch;
+	uint16_t dport; /* count only IPv4 UDP to this port; 0: any IPv4 UDP */
 	double gap, duration;
 	int mode, xdp_mode; /* xdp_mode: 0 native, 1 generic, 2 native else generic */
 	bool busy_poll;
@@ -49,7 +50,10 @@ static void usage(FILE *out)
 		"  -B, --busy-poll      busy poll instead of poll()\n"
 		"  -c, --copy / -z, --zero-copy   (default: zero-copy where supported)\n"
 		"  -x, --xdp-mode M     native, generic or auto (default auto: native, else generic)\n"
-		"      --frames N       UMEM frames, power of 2 (default 4096)\n");
+		"  -p, --dport PORT     count only IPv4 UDP to PORT (default: any IPv4 UDP)\n"
+		"      --frames N       UMEM frames, power of 2 (default 4096)\n"
+		"Frames that are not IPv4 UDP (neighbour discovery, ...) are returned uncounted\n"
+		"and reported as other_packets.\n");
 }
 
 static void parse_args(int argc, char **argv, struct config *c)
@@ -59,7 +63,7 @@ static void parse_args(int argc, char **argv, struct config *c)
 		{ "gap", required_argument, NULL, 'g' }, { "duration", required_argument, NULL, 'd' },
 		{ "batch", required_argument, NULL, 'b' }, { "busy-poll", no_argument, NULL, 'B' },
 		{ "copy", no_argument, NULL, 'c' }, { "zero-copy", no_argument, NULL, 'z' },
-		{ "xdp-mode", required_argument, NULL, 'x' }, { "frames", required_argument, NULL, 'F' },
+		{ "xdp-mode", required_argument, NULL, 'x' }, { "frames", required_argument, NULL, 'F' }, { "dport", required_argument, NULL, 'p' },
 		{ "help", no_argument, NULL, 'h' }, { 0 }
 	};
 	bool copy = false, zc = false;
@@ -70,7 +74,7 @@ static void parse_args(int argc, char **argv, struct config *c)
 	c->batch = 64;
 	c->gap = 0.25;
 	c->xdp_mode = 2;
-	while ((o = getopt_long(argc, argv, "i:q:g:d:b:Bczx:h", opts, NULL)) != -1) {
+	while ((o = getopt_long(argc, argv, "i:q:g:d:b:Bczx:p:h", opts, NULL)) != -1) {
 		switch (o) {
 		case 'i': c->ifname = optarg; break;
 		case 'q': c->queue = (uint32_t)xl_uint("--queue", optarg, 0, 63); break;
@@ -95,6 +99,7 @@ static void parse_args(int argc, char **argv, struct config *c)
 			if (c->frames & (c->frames - 1))
 				xl_usage_error("--frames must be a power of 2, got '%s'", optarg);
 			break;
+		case 'p': c->dport = (uint16_t)xl_uint("--dport", optarg, 1, 65535); break;
 		case 'h': usage(stdout); exit(0);
 		default: usage(stderr); exit(EXIT_USAGE);
 		}
@@ -157,6 +162,7 @@ int main(int argc, char **argv)
 	struct xl_burst burst = { 0 };
 	const char *xdp_how = "?";
 	uint32_t fq_prod, rx_cons, key;
+	uint64_t other = 0;
 	double t0, deadline;
 	int map_fd, link_fd = -1, rc = 0, fd;
 
@@ -207,7 +213,7 @@ int main(int argc, char **argv)
 	while (!xl_stop) {
 		double now = xl_now();
 		uint32_t n = xl_load(x.rx.producer) - rx_cons;
-		uint64_t bytes = 0;
+		uint64_t bytes = 0, counted = 0;
 
 		if (deadline && now >= deadline)
 			break;
@@ -232,18 +238,27 @@ int main(int argc, char **argv)
 		for (uint32_t i = 0; i < n; i++) {
 			struct xdp_desc *d = &((struct xdp_desc *)x.rx.desc)[(rx_cons + i) & x.rx.mask];
 
-			bytes += d->len;
+			const uint8_t *f = x.umem + d->addr;
+
+			if (d->len >= HDRS_LEN && f[12] == 0x08 && f[13] == 0x00 && f[ETH_HDR_LEN + 9] == 17 &&
+			    (!c.dport || (f[36] << 8 | f[37]) == c.dport)) {
+				bytes += d->len;
+				counted++;
+			} else {
+				other++;
+			}
 			((uint64_t *)x.fq.desc)[(fq_prod + i) & x.fq.mask] = d->addr & ~((uint64_t)x.frame_size - 1);
 		}
 		rx_cons += n;
 		xl_store(x.rx.consumer, rx_cons);
 		fq_prod += n;
 		xl_store(x.fq.producer, fq_prod);
-		xl_burst_add(&burst, n, bytes, now);
+		xl_burst_add(&burst, counted, bytes, now);
 	}
 	xl_burst_flush(&burst, "recv");
 	printf("xsksink: total packets=%llu bytes=%llu bursts=%u\n", (unsigned long long)burst.total_packets,
 	       (unsigned long long)burst.total_bytes, burst.bursts);
+	printf("xsksink: other_packets=%llu\n", (unsigned long long)other);
 	xl_print_stats(&x);
 	close(link_fd);
 	close(map_fd);

@@ -56,7 +56,7 @@ _KEYS = {
                 "dst_ip", "eal_args"),
 }
 _SERVER_KEYS = {
-    "xsksink": ("interface", "queue", "xsk_mode", "busy_poll", "gap", "xdp_mode", "batch"),
+    "xsksink": ("interface", "queue", "xsk_mode", "busy_poll", "gap", "xdp_mode", "batch", "dport"),
     "udpsink": ("dport", "address", "busy_poll", "gap", "batch", "rcvbuf"),
     "sockperf": ("address", "dport"),
     "iperf3": ("address", "dport"),
@@ -246,6 +246,8 @@ def server_argv(spec: dict) -> list[str]:
         mode = _choice("xsk_mode", p.get("xsk_mode", "auto"), XSK_MODES)
         argv += {"auto": [], "copy": ["--copy"], "zerocopy": ["--zero-copy"]}[mode]
         argv += ["--xdp-mode", _choice("xdp_mode", p.get("xdp_mode", "auto"), ("auto", "native", "generic"))]
+        if "dport" in p:
+            argv += ["--dport", str(_int("dport", p["dport"], 1, 65535))]
     elif tool == "udpsink":
         argv = ["udpsink", "--port", str(_int("dport", p.get("dport", 9), 1, 65535))]
         if "address" in p:

@@ -1,0 +1,106 @@
+"""The kernel role's bad-input paths, for real (ansible-playbook on localhost, own work/state dirs):
+unknown git ref, unreachable tarball URL, sha256 mismatch, a patch that does not apply, a config option
+that cannot be set, no space for the build. Each fails with a message naming the problem, builds
+nothing and leaves the source tree as it was."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+import yaml
+
+REPO = Path(__file__).resolve().parents[2]
+PLAYBOOK = REPO / ".venv" / "bin" / "ansible-playbook"
+TARBALL = Path("/usr/src/linux-source-6.1.tar.xz")
+FIXTURE = sorted((REPO / "files" / "patches" / "fixture").glob("*.patch"))
+
+pytestmark = [pytest.mark.root, pytest.mark.skipif(os.geteuid() != 0, reason="the role installs packages")]
+
+
+@pytest.fixture(scope="module")
+def base(tmp_path_factory):
+    root = Path(f"/var/cache/xdplab/h5-roletest-{os.getpid()}")
+    root.mkdir(parents=True, exist_ok=True)
+    yield root
+    shutil.rmtree(root, ignore_errors=True)
+
+
+def play(tmp_path: Path, base: Path, **role_vars) -> tuple[int, str]:
+    vars_ = {"kernel_workdir": str(base / "work"), "kernel_statedir": str(base / "state"),
+             "kernel_ccache_dir": str(base / "ccache"), "kernel_qemu_verify_enabled": False, **role_vars}
+    pb = tmp_path / "play.yml"
+    pb.write_text(yaml.safe_dump([{"name": "h5 role test", "hosts": "localhost", "gather_facts": False,
+                                   "roles": [{"role": "xdplab.testbed.kernel", "vars": vars_}]}]))
+    cp = subprocess.run([str(PLAYBOOK), "-i", "localhost,", "-c", "local", "-e",
+                         "ansible_python_interpreter={{ ansible_playbook_python }}", str(pb)],
+                        capture_output=True, text=True, cwd=REPO, env={**os.environ, "ANSIBLE_NOCOLOR": "1",
+                                       "ANSIBLE_STDOUT_CALLBACK": "ansible.builtin.default"})
+    return cp.returncode, cp.stdout + cp.stderr
+
+
+def builds(base: Path) -> list[Path]:
+    return list((base / "work").glob("variants/*/build-*"))
+
+
+def test_unknown_git_ref(tmp_path, base):
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    env = {**os.environ, "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@x", "GIT_COMMITTER_NAME": "t",
+           "GIT_COMMITTER_EMAIL": "t@x"}
+    (repo / "Makefile").write_text("all:\n")
+    for argv in (["git", "init", "-q", "-b", "main"], ["git", "add", "-A"], ["git", "commit", "-qm", "x"]):
+        subprocess.run(argv, cwd=repo, check=True, env=env)
+    rc, out = play(tmp_path, base, kernel_source_type="git", kernel_source_git_url=f"file://{repo}",
+                   kernel_source_git_ref="h5-no-such-ref")
+    assert rc != 0 and "h5-no-such-ref" in out
+    assert not builds(base)
+
+
+def test_unreachable_tarball_url(tmp_path, base):
+    rc, out = play(tmp_path, base, kernel_source_type="tarball",
+                   kernel_source_tarball_url="http://127.0.0.1:9/h5-linux.tar.xz",
+                   kernel_source_tarball_sha256="0" * 64)
+    assert rc != 0 and "127.0.0.1:9" in out and "Connection refused" in out
+    assert not builds(base)
+
+
+@pytest.mark.skipif(not TARBALL.exists(), reason="linux-source-6.1 not installed (requirements-apt.txt)")
+def test_tarball_sha256_mismatch(tmp_path, base):
+    rc, out = play(tmp_path, base, kernel_source_type="tarball", kernel_source_tarball_url=f"file://{TARBALL}",
+                   kernel_source_tarball_sha256="ab" * 32)
+    assert rc != 0 and "checksum" in out.lower() and "ab" * 32 in out
+    assert not builds(base) and not list((base / "work").glob("variants/*/src/Makefile"))
+
+
+def _snapshot(tree: Path) -> dict[str, float]:
+    return {str(p): p.stat().st_mtime for p in (tree / "net" / "core").glob("*.c")}
+
+
+@pytest.mark.skipif(not TARBALL.exists(), reason="linux-source-6.1 not installed (requirements-apt.txt)")
+def test_patch_config_and_space_errors(tmp_path, base):
+    bad = tmp_path / "9999-bad.patch"
+    bad.write_text(FIXTURE[0].read_text().replace(" \tseq_puts(seq, version);\n", " \tseq_puts(seq, nope);\n"))
+    variants = [{"name": "h5bad", "patches": [{"path": str(FIXTURE[0])}, {"path": str(bad)}]}]
+    rc, out = play(tmp_path, base, kernel_variants=variants)
+    tree = base / "work" / "variants" / "h5bad" / "src"
+    assert rc != 0 and "9999-bad.patch" in out and "net/core/pktgen.c" in out
+    assert "xdplab-fixture" not in (tree / "net" / "core" / "pktgen.c").read_text()
+    assert not (tree / ".xdplab").exists()
+    before = _snapshot(tree)
+
+    rc, out = play(tmp_path, base, kernel_variants=[{"name": "h5bad", "patches": []}],
+                   kernel_min_free_mb=10**9)
+    assert rc != 0 and "no space left for the build" in out
+    assert not builds(base)
+    assert _snapshot(tree) == before and not (tree / ".xdplab").exists()
+
+    variants = [{"name": "h5bad", "patches": [], "config_options": {"H5_NO_SUCH_OPTION": True}}]
+    rc, out = play(tmp_path, base, kernel_variants=variants)
+    assert rc != 0 and "CONFIG_H5_NO_SUCH_OPTION" in out and "did not stand" in out
+    assert "H5_NO_SUCH" not in (base / "state" / "h5bad" / "config").read_text()
+    assert _snapshot(tree) == before
+    assert not builds(base)

@@ -164,6 +164,13 @@ snapshot_removed:
   returned: always
   type: bool
   sample: false
+interface_missing:
+  description:
+    - The interface does not exist, nothing was asked and it has no snapshot (a restore or read-back of
+      a port deleted under a run), so nothing was done. With a snapshot, a missing interface still fails.
+  returned: when the interface is missing
+  type: bool
+  sample: true
 state:
   description:
     - Read-back after the call (verify), the C(ethtool) shape of the environment fingerprint;
@@ -257,6 +264,12 @@ def run(module: AnsibleModule) -> dict[str, Any]:
         snapshot_doc = store.load(key)
         desired = snapshot_doc["state"] if snapshot_doc else {}
         on_unsupported = "warn"
+
+    if not desired and store.load(key) is None and _ethtool.read_link(ifname) is None:
+        # Nothing asked, nothing snapshotted, and the port is gone (its namespace or veth peer was
+        # deleted under a run): nothing to restore or read back. With a snapshot it still fails below.
+        module.warn(f"interface {ifname!r} does not exist and has no snapshot: nothing to restore")
+        return dict(result, interface_missing=True, state={}, unsupported_groups={})
 
     with _ethtool.EthtoolNetlink() as eth:
         raw, unsupported_groups, link = _read(eth, ifname)

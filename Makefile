@@ -7,8 +7,10 @@ COLL_LINK := .collections/ansible_collections/xdplab/testbed
 export ANSIBLE_CONFIG := $(CURDIR)/ansible.cfg
 export PATH := $(CURDIR)/$(BIN):$(PATH)
 export LC_ALL := C.UTF-8
+# The guest kernel the QEMU runner tests boot: built by the kernel role (molecule/kernel) unless given.
+GUEST_KERNEL ?= /var/lib/xdplab/kernel/baseline/bzImage
 
-.PHONY: help deps deps-apt deps-test venv venv-test collection bench test unit integration lint molecule bench-perf build clean
+.PHONY: help deps deps-apt deps-test venv venv-test collection bench test unit integration qemu faults lint molecule bench-perf build clean
 
 help:
 	@echo "make bench       install everything, run bench.yml on the virtual test bed"
@@ -51,14 +53,23 @@ deps-test: deps-apt venv-test collection
 bench: deps
 	$(BIN)/ansible-playbook bench.yml $(BENCH_ARGS)
 
+# Order matters: molecule/kernel builds the guest kernel that the integration, qemu and fault tests boot.
 test: deps-test
-	$(MAKE) --no-print-directory unit integration lint molecule
+	$(MAKE) --no-print-directory unit lint molecule integration qemu faults
 
 unit:
 	$(BIN)/pytest -q tests/unit
 
 integration:
 	$(BIN)/pytest -q tests/integration
+
+# Host-side tests that boot the guest kernel under QEMU and run tests/qemu/test_* inside it.
+qemu:
+	XDPLAB_GUEST_KERNEL=$(GUEST_KERNEL) $(BIN)/pytest -q -p no:cacheprovider $(wildcard tests/qemu/test_*_runner.py)
+
+# Fault injection on real bench.yml runs (tests/faults): nothing lost, nothing left behind.
+faults:
+	$(BIN)/pytest -q tests/faults
 
 lint:
 	$(BIN)/ruff check plugins tests

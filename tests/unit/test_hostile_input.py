@@ -1,0 +1,252 @@
+"""Hostile input, property-based (hypothesis): shell metacharacters, newlines, ../ traversal, huge
+numbers, unicode interface names.
+
+- Every parser (bench_parse's TOOLS): arbitrary text and real captures with hostile bytes spliced in
+  either parse to a finite pps > 0 or raise ParseError - never another exception, never pps <= 0/NaN.
+- Ledger entries and paths: anything not a plain name is rejected with LedgerError naming the value.
+- Every module, driven in-process in check mode over its whole argument spec with hostile values:
+  it ends with exit_json or fail_json (never an uncaught exception), a failure message is a string,
+  and every command it would run is an argv list, never a shell string, never use_unsafe_shell.
+
+Each test counts the cases it ran into HOSTILE_COUNT; the last test prints the figure.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import math
+import os
+import pkgutil
+from pathlib import Path
+from unittest import mock
+
+import pytest
+from ansible.module_utils import basic
+from ansible.module_utils.testing import patch_module_args
+from ansible_collections.xdplab.testbed.plugins.module_utils import _ledger, _parsers
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+FIXTURES = Path(__file__).parent / "fixtures"
+HOSTILE_COUNT: dict[str, int] = {}
+
+# The nasty pieces, combined by hypothesis with arbitrary text.
+NASTY = ["; rm -rf /", "$(reboot)", "`id`", "|", "&&", ">", "<", "\n", "\r\n", "\x00", "../", "../../etc/passwd",
+         "/..", "'", '"', "\\", "*", "?", "~", "$HOME", "${IFS}", "-", "--", "-rf", " ", "\t", "é", "ü", "网卡",
+         "eth\u200b0", "\ud7ff", "\U0001f4a9", "9" * 40, "-1", "1e309", "nan", "inf", "0x", "%s%n", "{{ x }}"]
+hostile_text = st.lists(st.one_of(st.sampled_from(NASTY), st.text(max_size=12)), min_size=1, max_size=6).map("".join)
+huge_ints = st.one_of(st.integers(min_value=2**31 - 2, max_value=2**70), st.integers(max_value=-1, min_value=-2**70))
+
+
+def count(name: str) -> None:
+    HOSTILE_COUNT[name] = HOSTILE_COUNT.get(name, 0) + 1
+
+
+# ---- parsers ------------------------------------------------------------------------------------
+
+def _captures() -> list[tuple[str, str]]:
+    out = []
+    for tool in _parsers.TOOLS:
+        for path in sorted((FIXTURES / tool).glob("*")) if (FIXTURES / tool).is_dir() else []:
+            if path.is_file() and path.suffix in ("", ".txt", ".out", ".log", ".json"):
+                out.append((tool, path.read_text(encoding="utf-8", errors="replace")))
+    return out
+
+
+CAPTURES = _captures()
+
+
+def check_parse(tool: str, text: str) -> None:
+    try:
+        parsed = _parsers.parse(tool, text)
+    except _parsers.ParseError as exc:
+        assert str(exc), "ParseError without a message"
+        return
+    pps = parsed["pps"]
+    assert isinstance(pps, float) and math.isfinite(pps) and pps > 0, f"{tool}: pps {pps!r} from {text[:200]!r}"
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(tool=st.sampled_from(sorted(_parsers.TOOLS)), text=hostile_text)
+def test_parsers_on_hostile_text(tool, text):
+    count("parser: arbitrary hostile text")
+    check_parse(tool, text)
+
+
+@pytest.mark.skipif(not CAPTURES, reason="no captured tool output under tests/unit/fixtures")
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.data())
+def test_parsers_on_corrupted_captures(data):
+    """A real capture with a hostile piece spliced in, a number replaced by a huge/negative/NaN one,
+    or truncated: still ParseError or a sane pps."""
+    tool, text = data.draw(st.sampled_from(CAPTURES))
+    how = data.draw(st.sampled_from(["splice", "number", "truncate"]))
+    if how == "splice":
+        at = data.draw(st.integers(0, len(text)))
+        text = text[:at] + data.draw(hostile_text) + text[at:]
+    elif how == "number":
+        digits = [i for i, c in enumerate(text) if c.isdigit()]
+        if digits:
+            at = data.draw(st.sampled_from(digits))
+            repl = data.draw(st.sampled_from(["0", "-5", "nan", "inf", "1e999", "9" * 400, "0.0", "-0"]))
+            text = text[:at] + repl + text[at + 1:]
+    else:
+        text = text[:data.draw(st.integers(0, len(text)))]
+    count("parser: corrupted real capture")
+    check_parse(tool, text)
+
+
+# ---- ledger entries / lock ------------------------------------------------------------------------
+
+@settings(max_examples=300, deadline=None)
+@given(kind=st.sampled_from(["netns", "xdp", "tc", "nft"]), value=hostile_text)
+def test_ledger_rejects_non_plain_names(kind, value):
+    field = {"netns": "name", "xdp": "interface", "tc": "interface", "nft": "table"}[kind]
+    key = {field: value} if kind != "nft" else {"family": "inet", "table": value}
+    count("ledger: hostile name")
+    try:
+        entry = _ledger.check_entry(kind, key)
+    except _ledger.LedgerError as exc:
+        assert repr(value) in str(exc), f"the message does not name the bad value: {exc}"
+        return
+    # Accepted only as a plain name: no shell metacharacter, no path separator, no whitespace.
+    assert _ledger._NAME_RE.fullmatch(value) and value not in (".", ".."), f"accepted {value!r}"
+    assert entry["key"][field] == value
+
+
+@settings(max_examples=200, deadline=None)
+@given(path=st.one_of(hostile_text, hostile_text.map(lambda s: "/var/lib/xdplab/" + s)))
+def test_ledger_state_file_paths(path):
+    count("ledger: hostile state_file path")
+    try:
+        _ledger.check_entry("tuning", {"state_file": path})
+    except _ledger.LedgerError as exc:
+        assert repr(path) in str(exc)
+        return
+    assert os.path.isabs(path) and ".." not in path.split("/")
+
+
+@settings(max_examples=100, deadline=None)
+@given(pid=st.one_of(huge_ints, st.integers(-5, 1), hostile_text))
+def test_ledger_qemu_pid(pid):
+    count("ledger: hostile pid")
+    try:
+        _ledger.check_entry("qemu", {"pid": pid, "cmdline_sha256": "0" * 64})
+    except _ledger.LedgerError as exc:
+        assert repr(pid) in str(exc)
+        return
+    assert isinstance(pid, int) and pid > 1
+
+
+# ---- every module, in-process, check mode -------------------------------------------------------
+
+class Exit(Exception):
+    def __init__(self, kind: str, result: dict):
+        super().__init__(kind)
+        self.kind, self.result = kind, result
+
+
+MODULES_PKG = "ansible_collections.xdplab.testbed.plugins.modules"
+MODULE_NAMES = sorted(m.name for m in pkgutil.iter_modules(importlib.import_module(MODULES_PKG).__path__))
+
+
+def _spec_of(name: str) -> dict:
+    """The module's argument_spec, captured by running main() with no arguments."""
+    mod = importlib.import_module(f"{MODULES_PKG}.{name}")
+    captured: dict = {}
+    real_init = basic.AnsibleModule.__init__
+
+    def spy(self, argument_spec, *a, **kw):
+        captured.update(argument_spec)
+        raise Exit("spec", {})
+
+    with mock.patch.object(basic.AnsibleModule, "__init__", spy), patch_module_args({}):
+        try:
+            mod.main()
+        except (Exit, SystemExit):
+            pass
+    assert real_init is basic.AnsibleModule.__init__
+    return captured
+
+
+SPECS = {name: _spec_of(name) for name in MODULE_NAMES}
+
+
+def _value_for(opt: dict, draw) -> object:
+    typ = opt.get("type", "str")
+    if opt.get("choices") and draw(st.booleans()):
+        return draw(st.sampled_from(list(opt["choices"])))
+    if typ in ("str", "path", "raw"):
+        return draw(hostile_text)
+    if typ == "int":
+        return draw(st.one_of(huge_ints, hostile_text))
+    if typ == "float":
+        return draw(st.one_of(st.floats(allow_nan=True, allow_infinity=True), hostile_text))
+    if typ == "bool":
+        return draw(st.one_of(st.booleans(), hostile_text))
+    if typ == "list":
+        return draw(st.lists(st.one_of(hostile_text, huge_ints), max_size=3))
+    if typ == "dict":
+        return draw(st.dictionaries(hostile_text, st.one_of(hostile_text, huge_ints, st.booleans()), max_size=3))
+    return draw(hostile_text)
+
+
+def drive(name: str, args: dict) -> tuple[str, dict, list]:
+    """Run the module's main() in check mode with run_command recording; return (exit kind, result, calls)."""
+    mod = importlib.import_module(f"{MODULES_PKG}.{name}")
+    calls: list = []
+
+    def run_command(self, args, *a, **kw):
+        calls.append((args, kw))
+        return 1, "", "refused by the hostile-input test"
+
+    def exit_json(self, **kw):
+        raise Exit("exit", kw)
+
+    def fail_json(self, msg=None, **kw):
+        raise Exit("fail", dict(kw, msg=msg))
+
+    margs = dict(args, _ansible_check_mode=True)
+    with mock.patch.object(basic.AnsibleModule, "run_command", run_command), \
+            mock.patch.object(basic.AnsibleModule, "exit_json", exit_json), \
+            mock.patch.object(basic.AnsibleModule, "fail_json", fail_json), \
+            mock.patch("subprocess.Popen", side_effect=AssertionError("a module spawned a process directly")), \
+            mock.patch("os.system", side_effect=AssertionError("os.system")), \
+            patch_module_args(margs):
+        try:
+            mod.main()
+        except Exit as done:
+            return done.kind, done.result, calls
+    raise AssertionError(f"{name}: main() returned without exit_json/fail_json")
+
+
+@pytest.mark.parametrize("name", MODULE_NAMES)
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow,
+                                                                 HealthCheck.function_scoped_fixture])
+@given(data=st.data())
+def test_module_hostile_arguments(name, data):
+    spec = SPECS[name]
+    assert spec, f"{name}: no argument_spec captured"
+    args = {}
+    for opt_name, opt in spec.items():
+        if opt.get("required") or data.draw(st.booleans()):
+            args[opt_name] = _value_for(opt, data.draw)
+    count(f"module: {name}")
+    kind, result, calls = drive(name, args)
+    if kind == "fail":
+        assert isinstance(result.get("msg"), str) and result["msg"], f"{name}: failure without a message"
+    for argv, kw in calls:
+        assert isinstance(argv, list), f"{name}: ran a shell string {argv!r}"
+        assert all(isinstance(a, str) for a in argv), f"{name}: non-string argv element in {argv!r}"
+        assert not kw.get("use_unsafe_shell"), f"{name}: use_unsafe_shell with {argv!r}"
+    json.dumps(result, default=str)
+
+
+def test_zz_report_hostile_case_count(capsys):
+    total = sum(HOSTILE_COUNT.values())
+    with capsys.disabled():
+        print(f"\nhostile inputs run: {total} ({len(HOSTILE_COUNT)} targets)")
+        for what, n in sorted(HOSTILE_COUNT.items()):
+            print(f"  {n:5d}  {what}")
+    assert total > 0 or not HOSTILE_COUNT

@@ -6,13 +6,14 @@
 Started by playbooks/pktgen_burst.yml through xdplab.testbed.qemu_exec, with the controller's root
 shared read-only and the run's results directory shared writable:
 
-    python pktgen_guest.py --plan /run/pgout/plan.json --out /run/pgout
+    python pktgen_guest.py --plan /run/pgout/PLAN --out /run/pgout
 
-plan.json: {"run_id", "scenario", "build", "steps" (from the sweep_plan filter), "base" (pktgen
+PLAN (JSON): {"run_id", "scenario", "build", "steps" (from the sweep_plan filter), "base" (pktgen
 parameters common to all steps), "variants" ({name: pktgen parameters}), "duration", "device"}.
 Every step is one repetition of one (point, variant), run with the same module_utils code as the
 xdplab.testbed.pktgen module; after every step the point's record is merged and rewritten, so a
-failing step keeps the finished points. Failed steps go to failures.json with pktgen's own reason.
+failing step keeps the finished points. Failed steps go to FAILURES (a JSON list) with
+pktgen's own reason.
 Exit status: 0 all steps done, 1 some failed, 2 unusable plan or no pktgen.
 """
 
@@ -26,9 +27,18 @@ import subprocess
 import sys
 import time
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-# <collections>/ansible_collections/xdplab/testbed/roles/scenarios/files/pktgen_guest.py
-sys.path.insert(0, os.path.normpath(os.path.join(HERE, *[".."] * 6)))
+
+def _collections_root(here: str) -> str:
+    """<root>/ansible_collections/xdplab/testbed/...: <root>; a checkout: its .collections link tree."""
+    path = here
+    while path != os.path.dirname(path):
+        if os.path.basename(path) == "ansible_collections":
+            return os.path.dirname(path)
+        path = os.path.dirname(path)
+    return os.path.join(here, "..", "..", "..", ".collections")
+
+
+sys.path.insert(0, _collections_root(os.path.dirname(os.path.abspath(__file__))))
 
 from ansible_collections.xdplab.testbed.plugins.module_utils import _record, _sweep  # noqa: E402
 from ansible_collections.xdplab.testbed.plugins.module_utils._pktgen import (  # noqa: E402
@@ -133,7 +143,7 @@ def main() -> int:
         print(f"[{step['index'] + 1}/{len(plan['steps'])}] {step['variant']} {json.dumps(step['sweep'])}: "
               f"{res['pps']:.0f} pps, {res['packets']} packets, CPU system/softirq "
               f"{cpu['system_pct']}/{cpu['softirq_pct']}%", flush=True)
-    _record.write_json_atomic(os.path.join(args.out, "failures.json"), failures)
+    _record.write_json_atomic(os.path.join(args.out, "FAILURES"), failures)
     return 1 if failures else 0
 
 

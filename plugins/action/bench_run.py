@@ -286,7 +286,8 @@ class ActionModule(ActionBase):
         if samp.get("failed"):
             return None, dict(failed=True, msg=samp.get("msg"), sampler=samp, runs=gen.get("runs"))
         try:
-            bursts = find_bursts(samp["times"], samp["counts"], min_gap=float(args.get("gap", 0.6)) / 2)
+            bursts = find_bursts(samp["times"], samp["counts"], min_gap=float(args.get("gap", 0.6)) / 2,
+                                 expected=reps)
         except SamplingError as exc:
             return None, dict(failed=True, msg=f"DUT counter {samp['counter']['description']}: {exc}",
                               runs=gen["runs"], sampler=samp)

@@ -51,12 +51,15 @@ def _rates(times: list[float], counts: list[int]) -> list[float]:
     return rates
 
 
-def find_bursts(times: list[float], counts: list[int], min_gap: float = 0.0) -> list[Burst]:
+def find_bursts(times: list[float], counts: list[int], min_gap: float = 0.0,
+                expected: int | None = None) -> list[Burst]:
     """Cut a counter series into bursts of traffic separated by idle intervals.
 
     Idle stretches shorter than ``min_gap`` seconds (a stall inside one repetition, e.g. the CPU
     taken away for a moment) do not split a burst: the generator idles at least ``gap`` seconds
-    between repetitions, so callers pass about half of that.
+    between repetitions, so callers pass about half of that. With ``expected`` (the number of
+    repetitions), surplus bursts are merged across the shortest idle stretches first: a stall is
+    shorter than the idle gap the generator leaves between two repetitions.
     """
     if len(times) != len(counts):
         raise SamplingError(f"{len(times)} times but {len(counts)} counter values")
@@ -87,6 +90,9 @@ def find_bursts(times: list[float], counts: list[int], min_gap: float = 0.0) -> 
         else:
             spans.append((i, j))  # samples: idle before = i, idle after = j
         i = j
+    while expected and len(spans) > expected:
+        k = min(range(len(spans) - 1), key=lambda n: times[spans[n + 1][0]] - times[spans[n][1]])
+        spans[k:k + 2] = [(spans[k][0], spans[k + 1][1])]
     bursts: list[Burst] = []
     for start, end in spans:
         packets = counts[end] - counts[start]

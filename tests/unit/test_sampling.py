@@ -100,3 +100,16 @@ def test_short_stall_inside_a_repetition_does_not_split_it():
     assert first.packets == 10 * int(6e6 * 0.1)
     # the stall is inside the first repetition's interior: its rate is lower than the peak
     assert first.rate == pytest.approx(8 * 6e5 / 1.0)
+
+
+def test_surplus_bursts_merge_across_the_shortest_idle_stretch():
+    # two repetitions 0.6 s apart, the first with a 0.4 s stall (longer than min_gap)
+    rates = [0, 0] + [6e6] * 4 + [0] * 4 + [6e6] * 4 + [0] * 6 + [6e6] * 8 + [0, 0]
+    times, counts = series(rates)
+    assert len(find_bursts(times, counts, min_gap=0.3)) == 3
+    bursts = find_bursts(times, counts, min_gap=0.3, expected=2)
+    assert len(bursts) == 2
+    assert bursts[0].packets == 8 * int(6e6 * 0.1)  # the stalled repetition, whole
+    assert bursts[1].packets == 8 * int(6e6 * 0.1)
+    # fewer bursts than expected are never invented
+    assert len(find_bursts(times, counts, min_gap=0.3, expected=5)) == 3

@@ -126,7 +126,8 @@ def test_guest_suite_inside_the_built_kernel(rundir):
         release = series.get("release", "")
     else:
         pytest.skip("XDPLAB_GUEST_KERNEL given without a role record: patch expectation unknown")
-    res = qemu_exec(command=".venv/bin/python -m pytest -q -p no:cacheprovider tests/qemu", chdir=str(REPO),
+    res = qemu_exec(command=".venv/bin/python -m pytest -q -p no:cacheprovider tests/qemu/test_guest_kernel.py",
+                    chdir=str(REPO),
                     environment={"XDPLAB_EXPECT_PATCHED": expect_patched, "XDPLAB_EXPECT_RELEASE": release},
                     rundir=rundir, timeout=600)
     assert res.get("rc") == 0, res["stdout"] + res["stderr"]

@@ -1,0 +1,128 @@
+# Copyright: xdplab.testbed contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""pktgen for real, in the guest kernel the kernel role built (the host kernel has no pktgen):
+
+1. boot it with xdplab.testbed.qemu_exec (run as Ansible runs it) and run tests/qemu/test_pktgen_module.py
+   inside (the pktgen module on dummy and veth devices);
+2. playbooks/pktgen_burst.yml end to end, CI-sized (burst 1 and 8 x clone_skb off/on, 1 repetition of
+   1 s): records per point, a report, and a bad parameter failing its points with pktgen's reason.
+
+The guest kernel comes from XDPLAB_GUEST_KERNEL, else /work/notes/guest-kernel.txt. No kernel is a
+failure, not a skip.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import pytest
+
+pytestmark = [pytest.mark.qemu, pytest.mark.root]
+
+ROOT = Path(__file__).resolve().parents[2]
+NOTE = Path("/work/notes/guest-kernel.txt")
+QEMU_EXEC = ROOT / "plugins" / "modules" / "qemu_exec.py"
+VENV_BIN = ROOT / ".venv" / "bin"
+IN_GUEST = os.uname().nodename == "xdplab-guest"
+
+
+def guest_kernel() -> str:
+    path = os.environ.get("XDPLAB_GUEST_KERNEL") or (NOTE.read_text().strip() if NOTE.exists() else "")
+    if not path or not os.path.isfile(path):
+        pytest.fail(f"no guest kernel: set XDPLAB_GUEST_KERNEL or build one with the kernel role (got {path!r})")
+    return path
+
+
+@pytest.mark.skipif(IN_GUEST, reason="already inside the guest: no nested QEMU")
+def test_pktgen_module_inside_guest():
+    args = {
+        "kernel": guest_kernel(),
+        "command": (f"{ROOT}/.venv/bin/python -m pytest -q -p no:cacheprovider -o addopts='' "
+                    f"--basetemp=/tmp/pytest {ROOT}/tests/qemu/test_pktgen_module.py"),
+        "cpus": 2,
+        "memory": 1024,
+        "timeout": 600,
+        "chdir": str(ROOT),
+        "environment": {"XDPLAB_IN_GUEST": "1", "PYTHONPATH": f"{ROOT}/.collections"},
+    }
+    with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as handle:
+        json.dump({"ANSIBLE_MODULE_ARGS": args}, handle)
+    try:
+        proc = subprocess.run([sys.executable, str(QEMU_EXEC), handle.name], capture_output=True, text=True,  # noqa: S603
+                              env=dict(os.environ, PYTHONPATH=str(ROOT / ".collections")), timeout=700,
+                              check=False)
+    finally:
+        os.unlink(handle.name)
+    try:
+        res = json.loads(proc.stdout)
+    except json.JSONDecodeError:
+        raise AssertionError(f"qemu_exec printed no JSON: {proc.stdout[-2000:]!r} {proc.stderr[-2000:]!r}") from None
+    detail = (f"rc={res.get('rc')} accel={res.get('accel')} timed_out={res.get('timed_out')} "
+              f"msg={res.get('msg')}\nstdout:\n{str(res.get('stdout'))[-4000:]}\n"
+              f"stderr:\n{str(res.get('stderr'))[-2000:]}\nconsole: {res.get('console_log')}")
+    assert not res.get("failed") and res.get("rc") == 0 and not res.get("timed_out"), detail
+    m = re.search(r"(\d+) passed", res["stdout"])
+    assert m and int(m.group(1)) >= 7, detail
+    assert not re.search(r"\d+ (failed|error|skipped)", res["stdout"]), detail
+
+
+def playbook(tmp_path: Path, *extra: str) -> subprocess.CompletedProcess:
+    argv = [str(VENV_BIN / "ansible-playbook"), "playbooks/pktgen_burst.yml",
+            "-e", f"pktgen_guest_kernel={guest_kernel()}", "-e", f"xdplab_results_root={tmp_path}",
+            "-e", "scenarios_repetitions=1", "-e", "scenarios_duration=1",
+            "-e", json.dumps({"scenarios_pktgen_burst_matrix": {"burst": [1, 8], "pkt_size": [64]}}), *extra]
+    return subprocess.run(argv, cwd=ROOT, capture_output=True, text=True, timeout=600, check=False,  # noqa: S603
+                          env=dict(os.environ, ANSIBLE_NOCOLOR="1", ANSIBLE_FORCE_COLOR="0"))
+
+
+def run_dir(tmp_path: Path) -> Path:
+    dirs = [d for d in tmp_path.iterdir() if d.is_dir()]
+    assert len(dirs) == 1, dirs
+    return dirs[0]
+
+
+@pytest.mark.skipif(IN_GUEST, reason="already inside the guest: no nested QEMU")
+def test_pktgen_burst_playbook(tmp_path):
+    proc = playbook(tmp_path)
+    assert proc.returncode == 0, proc.stdout[-5000:] + proc.stderr[-2000:]
+    d = run_dir(tmp_path)
+    assert not (d / "INCOMPLETE").exists() and not (d / "PLAN").exists()
+    records = [json.loads(p.read_text()) for p in d.glob("pktgen_burst__*.json")]
+    got = sorted((r["variant"], r["params"]["burst"], r["params"]["clone_skb"]) for r in records)
+    assert got == [("clone_off", 1, 0), ("clone_off", 8, 0), ("clone_on", 1, 64), ("clone_on", 8, 64)]
+    for r in records:
+        assert r["schema"] == "xdplab.result/v1" and r["tool"] == "pktgen"
+        assert r["summary"]["n"] == 1 and r["samples"][0] > 1000
+        assert r["environment"]["kernel"] != os.uname().release  # measured in the guest kernel
+        assert r["reps"][0]["gen_cpu"]["system_pct"] > 0
+    report = (d / "report.txt").read_text()
+    assert "pktgen_burst / clone_on: sweep over burst" in report and "burst=8" in report
+
+
+@pytest.mark.skipif(IN_GUEST, reason="already inside the guest: no nested QEMU")
+def test_pktgen_burst_bad_parameter_fails_its_points_keeps_the_others(tmp_path):
+    # veth refuses burst > 1 (no IFF_TX_SKB_SHARING): burst 1 points run, burst 8 points fail.
+    proc = playbook(tmp_path, "-e", json.dumps({"pktgen_device": {"name": "h9pv0", "kind": "veth"},
+                                                "pktgen_clone_skb": 0}))
+    assert proc.returncode != 0
+    out = proc.stdout
+    assert "2 of 4 steps failed" in out and "refused 'burst 8' on h9pv0" in out, out[-4000:]
+    d = run_dir(tmp_path)
+    assert (d / "INCOMPLETE").exists() and not (d / "report.txt").exists()
+    kept = sorted(json.loads(p.read_text())["params"]["burst"] for p in d.glob("pktgen_burst__*.json"))
+    assert kept == [1, 1]
+
+
+@pytest.mark.skipif(IN_GUEST, reason="already inside the guest: no nested QEMU")
+def test_pktgen_burst_over_budget_refused_before_boot(tmp_path):
+    proc = playbook(tmp_path, "-e", "scenarios_budget=3")
+    assert proc.returncode != 0
+    assert "over budget" in proc.stdout, proc.stdout[-3000:]
+    assert "Boot the guest" not in proc.stdout
+    assert list(tmp_path.iterdir()) == []

@@ -104,3 +104,45 @@ def test_patch_config_and_space_errors(tmp_path, base):
     assert "H5_NO_SUCH" not in (base / "state" / "h5bad" / "config").read_text()
     assert _snapshot(tree) == before
     assert not builds(base)
+
+
+GRUB_CFG = """\
+menuentry 'Debian GNU/Linux' --class debian --class gnu-linux $menuentry_id_option 'gnulinux-simple-c0ffee' {
+\tlinux /boot/vmlinuz-6.1.0-28-amd64 root=UUID=c0ffee ro quiet
+}
+submenu 'Advanced options for Debian GNU/Linux' $menuentry_id_option 'gnulinux-advanced-c0ffee' {
+\tmenuentry 'Debian GNU/Linux, with Linux 6.1.192-patchedX' --class debian $menuentry_id_option \
+'gnulinux-6.1.192-patchedX-advanced-c0ffee' {
+\t}
+\tmenuentry 'Debian GNU/Linux, with Linux 6.1.192-patched (recovery mode)' $menuentry_id_option \
+'gnulinux-6.1.192-patched-recovery-c0ffee' {
+\t}
+\tmenuentry 'Debian GNU/Linux, with Linux 6.1.192-patched' --class debian $menuentry_id_option \
+'gnulinux-6.1.192-patched-advanced-c0ffee' {
+\t}
+}
+"""
+
+
+@pytest.mark.parametrize(
+    ("release", "expected"),
+    [("6.1.192-patched", "gnulinux-advanced-c0ffee>gnulinux-6.1.192-patched-advanced-c0ffee"),
+     ("6.1.192-patchedX", "gnulinux-advanced-c0ffee>gnulinux-6.1.192-patchedX-advanced-c0ffee"),
+     ("6.1.192-absent", "")],
+)
+def test_grub_entry_lookup(tmp_path, release, expected):
+    """The entry grub-reboot/grub-set-default get, from a Debian-shaped grub.cfg (tasks/grub_entry.yml)."""
+    cfg = tmp_path / "grub.cfg"
+    cfg.write_text(GRUB_CFG)
+    pb = tmp_path / "grub.yml"
+    pb.write_text(yaml.safe_dump([{
+        "name": "h5 grub", "hosts": "localhost", "gather_facts": False,
+        "vars": {"__kernel_grub_cfg": str(cfg), "__kernel_inst": {"release": release}},
+        "tasks": [{"name": "lookup", "ansible.builtin.include_role": {"name": "xdplab.testbed.kernel",
+                                                                      "tasks_from": "grub_entry.yml"}},
+                  {"name": "show", "ansible.builtin.debug": {"msg": "ENTRY=[{{ __kernel_grub_entry }}]"}}]}]))
+    cp = subprocess.run([str(PLAYBOOK), "-i", "localhost,", "-c", "local", "-e",
+                         "ansible_python_interpreter={{ ansible_playbook_python }}", str(pb)],
+                        capture_output=True, text=True, cwd=REPO, env={**os.environ, "ANSIBLE_NOCOLOR": "1"})
+    assert cp.returncode == 0, cp.stdout + cp.stderr
+    assert f"ENTRY=[{expected}]" in cp.stdout

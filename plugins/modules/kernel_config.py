@@ -41,7 +41,9 @@ options:
     elements: path
     default: []
   options:
-    description: 'Single options merged last, as C({BPF_JIT: true, NR_CPUS: 8, PKTGEN: m}); C(false) means "is not set".'
+    description:
+      - 'Single options merged last, as C({BPF_JIT: true, NR_CPUS: 8, PKTGEN: m}).'
+      - C(false) means "is not set".
     type: dict
     default: {}
   key_inputs:

@@ -515,7 +515,10 @@ def parse(tool: str, output: str) -> dict:
         parser = TOOLS[tool]
     except (KeyError, TypeError):
         raise ParseError(f"unknown tool {tool!r}; known: {', '.join(sorted(TOOLS))}") from None
-    result = parser(output)
+    try:
+        result = parser(output)
+    except OverflowError as exc:  # a number too large for a float: not output of a real run
+        raise ParseError(f"{tool}: a number in the output is out of range ({exc}): {_excerpt(output)}") from None
     pps = result.get("pps")
     if not isinstance(pps, float) or not math.isfinite(pps) or pps <= 0:  # pragma: no cover
         raise ParseError(f"{tool}: parser produced no usable pps: {pps!r}")

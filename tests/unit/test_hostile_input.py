@@ -18,6 +18,7 @@ import json
 import math
 import os
 import pkgutil
+import traceback
 from pathlib import Path
 from unittest import mock
 
@@ -218,6 +219,14 @@ def drive(name: str, args: dict) -> tuple[str, dict, list]:
             mod.main()
         except Exit as done:
             return done.kind, done.result, calls
+        except OverflowError as exc:
+            # ansible-core 2.19's check_type_int lets int(Decimal('inf')) raise OverflowError instead of
+            # its TypeError: the module stops in AnsibleModule's own argument validation (a MODULE
+            # FAILURE with that message), before any of our code runs. Accepted only from there.
+            frames = [f.filename for f in traceback.extract_tb(exc.__traceback__)]
+            if not any(f.endswith("module_utils/common/validation.py") for f in frames):
+                raise
+            return "fail", {"msg": f"ansible-core argument validation: {exc}"}, calls
     raise AssertionError(f"{name}: main() returned without exit_json/fail_json")
 
 

@@ -82,6 +82,21 @@ class GuestResult:
     qemu_output: str = ""
 
 
+def all_shares(spec: GuestSpec) -> list[Share]:
+    """The spec's shares, plus O(chdir) when the guest would hide it under a tmpfs of its own.
+
+    With the host's root as the guest's root, /tmp, /run and /var/tmp are fresh tmpfs mounts in the
+    guest: a checkout there (a CI clone in /tmp, say) is shared read-only at the same path.
+    """
+    shares = list(spec.shares)
+    chdir = os.path.normpath(spec.chdir)
+    hidden = any(chdir == m or chdir.startswith(m + "/") for m in GUEST_TMPFS)
+    covered = any(chdir == sh.mount or chdir.startswith(sh.mount.rstrip("/") + "/") for sh in shares)
+    if spec.rootfs == "host9p" and hidden and not covered and os.path.isdir(chdir):
+        shares.append(Share(path=chdir, tag="xdplab_cwd", mount=chdir, readonly=True))
+    return shares
+
+
 def validate_spec(spec: GuestSpec) -> None:
     """Raise QemuError naming the bad value; nothing is created before this passes."""
     if not os.path.isfile(spec.kernel):
@@ -154,7 +169,7 @@ def qemu_argv(spec: GuestSpec, init_path: str, console_log: str, initrd: str | N
     # root=/dev/root: 6.1+ mounts a nodev root by the name with "/dev/" stripped, so the tag is "root".
     shares = [("root" if spec.rootfs == "host9p" else "hostroot", "/", True),
               (OUT_TAG, f"{spec.rundir}/out", False)]
-    shares += [(sh.tag, sh.path, sh.readonly) for sh in spec.shares]
+    shares += [(sh.tag, sh.path, sh.readonly) for sh in all_shares(spec)]
     for i, (tag, path, readonly) in enumerate(shares):
         ro = ",readonly=on" if readonly else ""
         argv += ["-fsdev", f"local,id=fs{i},path={path},security_model=none,multidevs=remap{ro}",
@@ -189,7 +204,7 @@ def init_script(spec: GuestSpec) -> str:
     ]
     if spec.rootfs == "initramfs":
         lines += ["$BB mkdir -p /host", f"$BB mount -t 9p -o {opts9p},ro hostroot /host"]
-    for share in spec.shares:
+    for share in all_shares(spec):
         ro = ",ro" if share.readonly else ""
         lines += [
             f"$BB mkdir -p {shlex.quote(share.mount)} 2>/dev/null",

@@ -200,3 +200,19 @@ def test_run_reports_a_stalled_boot(tmp_path):
     res = _qemu.run(spec, timeout=60, boot_timeout=1.0)
     assert res.boot_stalled and not res.timed_out and res.duration_s < 10
     assert not _alive(tmp_path / "run" / "fake.pid")
+
+
+def test_a_checkout_under_a_guest_tmpfs_is_shared_at_the_same_path(tmp_path):
+    """Found by a CI run from a clone in /tmp: the guest mounts a fresh tmpfs on /tmp, hiding it."""
+    from ansible_collections.xdplab.testbed.plugins.module_utils._qemu import GuestSpec, all_shares, init_script
+
+    spec = GuestSpec(kernel="/nonexistent", command="true", rundir=str(tmp_path), chdir=str(tmp_path))
+    assert str(tmp_path).startswith("/tmp/")
+    (share,) = all_shares(spec)
+    assert (share.path, share.mount, share.readonly) == (str(tmp_path), str(tmp_path), True)
+    script = init_script(spec)
+    assert script.index("mount -t tmpfs -o mode=1777 tmp /tmp") < script.index(f"xdplab_cwd {tmp_path}")
+    # a checkout on the root file system needs nothing extra; nor does an initramfs guest
+    assert all_shares(GuestSpec(kernel="/x", command="true", rundir="/r", chdir="/work/main")) == []
+    assert all_shares(GuestSpec(kernel="/x", command="true", rundir="/r", chdir=str(tmp_path),
+                                rootfs="initramfs")) == []

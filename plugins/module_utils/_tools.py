@@ -52,7 +52,7 @@ _KEYS = {
     "udpgen": _COMMON,
     "sockperf": ("mode", "pkt_size", "duration", "dst_ip", "dport", "mps"),
     "iperf3": ("pkt_size", "duration", "dst_ip", "dport", "bitrate", "src_ip"),
-    "testpmd": ("interface", "queue", "pkt_size", "duration", "cores", "burst", "dst_mac", "src_ip",
+    "testpmd": ("interface", "queue", "pkt_size", "duration", "cores", "burst", "hugepages", "dst_mac", "src_ip",
                 "dst_ip", "eal_args"),
 }
 _SERVER_KEYS = {
@@ -190,26 +190,45 @@ def iperf3_argv(params: dict) -> list[str]:
 
 
 def testpmd_argv(params: dict) -> list[str]:
-    """DPDK testpmd, txonly over a net_af_xdp vdev on `interface`; stats printed at exit."""
+    """DPDK testpmd (Debian: dpdk-dev), txonly over a net_af_xdp vdev on `interface`.
+
+    testpmd has no time limit of its own: bench_run stops it with SIGINT after `duration`
+    (:func:`interrupt_after`); it then prints its final statistics. Port statistics every second,
+    the parser reads the last full-second Tx-pps. Without `hugepages: true` it runs on ordinary
+    memory (`--no-huge`, 1 GiB, a small mbuf pool), which is what a VM without hugepages has.
+    """
     p = _check_keys("testpmd", params, _KEYS["testpmd"])
     iface = normalize_params({"interface": p.get("interface")})["interface"]
     size = _int("pkt_size", p.get("pkt_size", 64), MIN_PKT_SIZE, 9014)
-    secs = _seconds("duration", p.get("duration", 5))
+    _seconds("duration", p.get("duration", 5))
     cores = _int("cores", p.get("cores", 2), 2, 128)
     extra = p.get("eal_args", [])
     if isinstance(extra, str):
         extra = shlex.split(extra)
-    argv = ["dpdk-testpmd", "-l", f"0-{cores - 1}", "--no-pci", "--in-memory",
+    memory = ["--in-memory"] if p.get("hugepages") else ["--no-huge", "-m", "1024", f"--file-prefix=xdplab-{iface}"]
+    argv = ["dpdk-testpmd", "-l", f"0-{cores - 1}", "--no-pci", *memory,
             f"--vdev=net_af_xdp0,iface={iface},start_queue={_int('queue', p.get('queue', 0), 0, 65535)}",
             *map(str, extra), "--", "--forward-mode=txonly", f"--txpkts={size}",
             f"--burst={_int('burst', p.get('burst', 32), 1, 512)}",
-            f"--stats-period={_fmt(secs)}", "--auto-start", "--no-interactive"]
+            *([] if p.get("hugepages") else ["--total-num-mbufs=16384"]),
+            "--stats-period=1", "--auto-start"]
     if "dst_mac" in p:
         argv.append(f"--eth-peer=0,{_mac('dst_mac', p['dst_mac'])}")
     if "src_ip" in p or "dst_ip" in p:
         argv.append(f"--tx-ip={_ipv4('src_ip', p.get('src_ip', '198.18.0.1'))},"
                     f"{_ipv4('dst_ip', p.get('dst_ip', '198.18.0.2'))}")
     return argv
+
+
+# testpmd's EAL and port start-up before forwarding begins (about 1 s here, more on a loaded machine), allowed on top of `duration`.
+TESTPMD_STARTUP_S = 3.0
+
+
+def interrupt_after(tool: str, params: dict) -> float | None:
+    """Seconds after which `tool` is stopped with SIGINT because it has no time limit of its own."""
+    if tool == "testpmd":
+        return _seconds("duration", params.get("duration", 5)) + TESTPMD_STARTUP_S
+    return None
 
 
 _CLIENTS = {"xskgen": xskgen_argv, "udpgen": udpgen_argv, "sockperf": sockperf_argv,

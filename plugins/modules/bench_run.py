@@ -210,6 +210,7 @@ from ansible_collections.xdplab.testbed.plugins.module_utils._parsers import Par
 from ansible_collections.xdplab.testbed.plugins.module_utils._tools import (
     CLIENT_TOOLS,
     client_argv,
+    interrupt_after,
     parse_info,
     parser_for,
 )
@@ -234,7 +235,11 @@ def build_argv(module: AnsibleModule, conf_dir: str) -> tuple[list[str], str]:
     if not binary or not os.access(binary, os.X_OK):
         module.fail_json(msg=f"generator {argv[0]!r} not found (binary={p['binary']!r}); "
                              "build it with the xdplab.testbed.generator role")
-    return [binary, *argv[1:]], tool
+    argv = [binary, *argv[1:]]
+    stop = interrupt_after(p["tool"], p["params"])
+    if stop is not None:  # a tool without a time limit: SIGINT after the window, its exit status kept
+        argv = [module.get_bin_path("timeout", required=True), "--preserve-status", "-s", "INT", str(stop), *argv]
+    return argv, tool
 
 
 def run_once(module: AnsibleModule, argv: list[str], parser: str, timeout: float) -> dict:

@@ -166,3 +166,16 @@ def test_dut_that_receives_nothing_fails_the_point(bed):
                    attach=False)
     assert out["failed"]
     assert "did not move" in out["msg"] and "rx_packets of veth0" in out["msg"]
+
+
+def test_testpmd_af_xdp_pmd_through_bench_run(bed):
+    """DPDK testpmd (Debian's dpdk-dev) over a net_af_xdp vdev, stopped after its window by SIGINT,
+    cross-checked against the DUT's XDP drop counter like any other generator."""
+    case = base_case(tool="testpmd", binary="/usr/bin/dpdk-testpmd")
+    case["params"] = {"interface": "veth0", "duration": 2, "dst_mac": mac(f"{PREFIX}dut")}
+    out = run_case(bed, case)
+    assert not out.get("failed"), out.get("msg")
+    assert out["record"]["tool"] == "testpmd"
+    for rep in out["reps"]:
+        assert rep["gen_pps"] > 10000
+        assert rep["dut_packets"] > 10000

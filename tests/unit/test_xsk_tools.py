@@ -42,9 +42,9 @@ ARGV_CASES = [
      ["iperf3", "--client", "198.18.0.2", "--port", "5201", "--udp", "--bitrate", "500M", "--length", "1400",
       "--time", "2", "--json", "--bind", "198.18.0.1"]),
     ("testpmd", {"interface": "veth0", "duration": 3, "dst_mac": MAC},
-     ["dpdk-testpmd", "-l", "0-1", "--no-pci", "--in-memory", "--vdev=net_af_xdp0,iface=veth0,start_queue=0",
-      "--", "--forward-mode=txonly", "--txpkts=64", "--burst=32", "--stats-period=3", "--auto-start",
-      "--no-interactive", f"--eth-peer=0,{MAC}"]),
+     ["dpdk-testpmd", "-l", "0-1", "--no-pci", "--no-huge", "-m", "1024", "--file-prefix=xdplab-veth0",
+      "--vdev=net_af_xdp0,iface=veth0,start_queue=0", "--", "--forward-mode=txonly", "--txpkts=64",
+      "--burst=32", "--total-num-mbufs=16384", "--stats-period=1", "--auto-start", f"--eth-peer=0,{MAC}"]),
 ]
 
 

@@ -220,7 +220,8 @@ def testpmd_argv(params: dict) -> list[str]:
     return argv
 
 
-# testpmd's EAL and port start-up before forwarding begins (about 1 s here, more on a loaded machine), allowed on top of `duration`.
+# testpmd's EAL and port start-up before forwarding begins (about 1 s here, more on a loaded
+# machine), allowed on top of `duration`.
 TESTPMD_STARTUP_S = 3.0
 
 

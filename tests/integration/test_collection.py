@@ -48,7 +48,7 @@ def test_tarball_holds_the_collection_and_no_build_junk(installed):
     for path in ("meta/runtime.yml", "playbooks/bench.yml", "plugins/connection/netns.py",
                  "plugins/action/bench_run.py", "files/xdpgen/xdpgen.c", "files/xdp/xdp_drop.bpf.c"):
         assert (base / path).is_file(), path
-    for junk in (".venv", ".collections", ".git", "results"):
+    for junk in (".venv", ".collections", ".git", "results", ".hypothesis"):
         assert not (base / junk).exists(), junk
 
 

@@ -25,17 +25,23 @@ def run(argv, cwd, env=None, timeout=600):
 @pytest.fixture(scope="module")
 def installed(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("collection")
-    run([str(BIN / "ansible-galaxy"), "collection", "build", "--output-path", str(tmp), str(ROOT)], cwd=tmp)
-    (tarball,) = tmp.glob("xdplab-testbed-*.tar.gz")
     colls = tmp / "colls"
-    run([str(BIN / "ansible-galaxy"), "collection", "install", "--no-deps", "-p", str(colls), str(tarball)], cwd=tmp)
+    # Nothing from the checkout's ansible.cfg: its collections path holds the working tree itself,
+    # which galaxy would take for an installed copy and skip the install.
+    (tmp / "ansible.cfg").write_text("[defaults]\n")
+    env = installed_env(tmp, colls)
+    run([str(BIN / "ansible-galaxy"), "collection", "build", "--output-path", str(tmp), str(ROOT)], cwd=tmp, env=env)
+    (tarball,) = tmp.glob("xdplab-testbed-*.tar.gz")
+    run([str(BIN / "ansible-galaxy"), "collection", "install", "--no-deps", "-p", str(colls), str(tarball)],
+        cwd=tmp, env=env)
     return tmp, colls
 
 
-def installed_env(colls: Path) -> dict:
+def installed_env(tmp: Path, colls: Path) -> dict:
     env = {k: v for k, v in os.environ.items() if not k.startswith("ANSIBLE_")}
     env["ANSIBLE_COLLECTIONS_PATH"] = str(colls)  # plus the pinned `ansible` package's own collections
-    env["ANSIBLE_CONFIG"] = os.devnull  # nothing from the checkout's ansible.cfg
+    env["ANSIBLE_CONFIG"] = str(tmp / "ansible.cfg")
+    env["PWD"] = str(tmp)  # results/ goes where the user runs the playbook, as a shell sets PWD
     return env
 
 
@@ -56,7 +62,7 @@ def test_bench_playbook_runs_from_the_installed_copy(installed):
     tmp, colls = installed
     proc = run([str(BIN / "ansible-playbook"), "xdplab.testbed.bench",
                 "-e", json.dumps({"bench_scenarios": ["xdp_drop"], "bench_repetitions": 2, "bench_duration": 1})],
-               cwd=tmp, env=installed_env(colls))
+               cwd=tmp, env=installed_env(tmp, colls))
     assert "failed=0" in proc.stdout
     (run_dir,) = (tmp / "results").iterdir()
     assert not (run_dir / "INCOMPLETE").exists()

@@ -429,8 +429,14 @@ static inline int xl_xsk_open(struct xl_xsk *x, const char *ifname, uint32_t que
 		snprintf(x->mode_note, sizeof(x->mode_note), "copy (asked)");
 	}
 	sxdp.sxdp_flags = XDP_COPY | XDP_USE_NEED_WAKEUP;
-	if (bind(x->fd, (struct sockaddr *)&sxdp, sizeof(sxdp))) {
+	/* EBUSY: the queue is still held by an AF_XDP socket of a process that just exited (the
+	 * kernel releases it asynchronously); give it up to a second before failing. */
+	for (int tries = 0; bind(x->fd, (struct sockaddr *)&sxdp, sizeof(sxdp)); tries++) {
 		err = errno;
+		if (err == EBUSY && tries < 20) {
+			usleep(50000);
+			continue;
+		}
 		xl_fail("bind(XDP_COPY)", err, err == EINVAL ? "no such queue on the interface?" : NULL);
 		return -1;
 	}

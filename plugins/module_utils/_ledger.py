@@ -24,6 +24,8 @@ import socket
 import tempfile
 from dataclasses import dataclass
 
+from ansible_collections.xdplab.testbed.plugins.module_utils._record import write_json_atomic
+
 DEFAULT_DIR = "/var/lib/xdplab/ledger"
 DEFAULT_LOCK = "/run/xdplab/run.lock"
 KINDS = ("netns", "xdp", "tc", "nft", "tuning", "qemu")
@@ -84,24 +86,6 @@ def entry_id(entry: dict) -> str:
     return f"{entry['kind']}-{digest}.json"
 
 
-def _write_atomic(path: str, data: dict) -> None:
-    directory = os.path.dirname(path)
-    fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=directory)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            json.dump(data, fh, sort_keys=True)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.chmod(tmp, 0o600)
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except FileNotFoundError:
-            pass
-        raise
-
-
 def ensure_dir(path: str) -> None:
     os.makedirs(path, mode=0o700, exist_ok=True)
     st = os.stat(path)
@@ -115,7 +99,7 @@ def record(directory: str, entry: dict, run_id: str | None = None) -> tuple[str,
     path = os.path.join(directory, entry_id(entry))
     if os.path.exists(path):
         return path, False
-    _write_atomic(path, dict(entry, run_id=run_id, created=_now()))
+    write_json_atomic(path, dict(entry, run_id=run_id, created=_now()), mode=0o600)
     return path, True
 
 

@@ -14,7 +14,6 @@ import json
 import os
 import re
 import secrets
-import tempfile
 from typing import Any
 
 from ansible_collections.xdplab.testbed.plugins.module_utils._stats import summarize
@@ -103,21 +102,16 @@ def write_json_atomic(path: str, data: Any, mode: int = 0o644) -> str:
 
     A reader sees either the old file or the whole new one, never a truncated file.
     """
-    directory = os.path.dirname(os.path.abspath(path))
-    os.makedirs(directory, mode=0o755, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=".json", dir=directory)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+    # _records_io reads records (and imports SCHEMA from here): import it when writing, not at load.
+    from ansible_collections.xdplab.testbed.plugins.module_utils._records_io import atomic_write
+
+    os.makedirs(os.path.dirname(os.path.abspath(path)), mode=0o755, exist_ok=True)
+
+    def writer(tmp: str) -> None:
+        with open(tmp, "w", encoding="utf-8") as fh:
             json.dump(data, fh, indent=2, sort_keys=False)
             fh.write("\n")
             fh.flush()
             os.fsync(fh.fileno())
-        os.chmod(tmp, mode)
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except FileNotFoundError:
-            pass
-        raise
-    return path
+
+    return atomic_write(path, writer, mode)

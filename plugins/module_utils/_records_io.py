@@ -122,7 +122,7 @@ def params_key(params: dict) -> str:
     return json.dumps(params, sort_keys=True, separators=(",", ":"), default=str)
 
 
-def atomic_write(dest: str, writer: Callable[[str], None]) -> str:
+def atomic_write(dest: str, writer: Callable[[str], None], mode: int = 0o644) -> str:
     """Call writer(temp_path) on a temp file beside dest, then rename it over dest.
 
     On any error the temp file is removed and dest is left as it was.
@@ -134,7 +134,7 @@ def atomic_write(dest: str, writer: Callable[[str], None]) -> str:
     os.close(fd)
     try:
         writer(tmp)
-        os.chmod(tmp, 0o644)
+        os.chmod(tmp, mode)
         os.replace(tmp, dest)
     except BaseException:
         try:

@@ -92,6 +92,16 @@ options:
     description: Directory of the snapshot files.
     type: path
     default: /var/lib/xdplab/tuning
+  on_missing:
+    description:
+      - I(state=restored) only. What to do when the interface has a snapshot but no longer exists
+        (a veth whose peer's namespace was deleted, a removed netdevsim or VF port).
+      - C(fail) fails naming the interface and keeps the snapshot, so nothing is forgotten.
+      - C(discard) removes the snapshot with a warning and reports RV(interface_missing); use it for
+        ports the run itself created, whose settings went with them.
+    type: str
+    choices: [fail, discard]
+    default: fail
 notes:
   - veth supports features, channels and MTU; coalesce, ring, pause and private flags are unsupported there.
 seealso:
@@ -167,7 +177,8 @@ snapshot_removed:
 interface_missing:
   description:
     - The interface does not exist, nothing was asked and it has no snapshot (a restore or read-back of
-      a port deleted under a run), so nothing was done. With a snapshot, a missing interface still fails.
+      a port deleted under a run), so nothing was done. With a snapshot, a missing interface fails
+      unless I(on_missing=discard), which removes the snapshot (RV(snapshot_removed)).
   returned: when the interface is missing
   type: bool
   sample: true
@@ -265,6 +276,16 @@ def run(module: AnsibleModule) -> dict[str, Any]:
         desired = snapshot_doc["state"] if snapshot_doc else {}
         on_unsupported = "warn"
 
+    if p["state"] == "restored" and snapshot_doc is not None and _ethtool.read_link(ifname) is None:
+        if p["on_missing"] != "discard":
+            module.fail_json(msg=f"interface {ifname!r} does not exist: its snapshot {store.path(key)} cannot be "
+                                 "restored and is kept (on_missing=discard drops it)", **result)
+        module.warn(f"interface {ifname!r} no longer exists: its settings went with it, snapshot "
+                    f"{store.path(key)} discarded")
+        removed = False if module.check_mode else store.remove(key)
+        return dict(result, changed=True, interface_missing=True, snapshot_removed=removed,
+                    state={}, unsupported_groups={})
+
     if not desired and store.load(key) is None and _ethtool.read_link(ifname) is None:
         # Nothing asked, nothing snapshotted, and the port is gone (its namespace or veth peer was
         # deleted under a run): nothing to restore or read back. With a snapshot it still fails below.
@@ -326,6 +347,7 @@ def main() -> None:
             snapshot=dict(type="bool", default=True),
             snapshot_key=dict(type="str", no_log=False),
             state_dir=dict(type="path", default=_tuning.DEFAULT_STATE_DIR),
+            on_missing=dict(type="str", choices=["fail", "discard"], default="fail"),
         ),
         supports_check_mode=True,
     )

@@ -208,6 +208,26 @@ def test_unknown_interface(veth):
     assert out["rc"] != 0 and "interface 'h6nosuch0' does not exist" in out["msg"]
 
 
+def test_restore_of_a_vanished_port(veth):
+    """A tuned port deleted under the run (its veth peer's namespace went away): the restore fails
+    naming it and keeps the snapshot, unless on_missing=discard, which drops the snapshot."""
+    ns, ifname, state_dir = veth
+    tuned = run_module("nic_tuning", {"interface": ifname, "channels": {"rx": 2}, "state_dir": state_dir}, ns)
+    assert tuned["rc"] == 0 and tuned["snapshot_created"], tuned
+    sh("ip", "-n", ns, "link", "del", ifname)
+    kept = run_module("nic_tuning", {"interface": ifname, "state": "restored", "state_dir": state_dir}, ns)
+    assert kept["rc"] != 0 and f"interface '{ifname}' does not exist" in kept["msg"], kept
+    assert os.path.exists(tuned["snapshot_path"])
+    checked = run_module("nic_tuning", {"interface": ifname, "state": "restored", "state_dir": state_dir,
+                                        "on_missing": "discard"}, ns, check=True)
+    assert checked["rc"] == 0 and checked["changed"] and os.path.exists(tuned["snapshot_path"]), checked
+    dropped = run_module("nic_tuning", {"interface": ifname, "state": "restored", "state_dir": state_dir,
+                                        "on_missing": "discard"}, ns)
+    assert dropped["rc"] == 0 and dropped["interface_missing"] and dropped["snapshot_removed"], dropped
+    assert not os.path.exists(tuned["snapshot_path"])
+    assert "no longer exists" in json.dumps(dropped.get("warnings")), dropped
+
+
 def test_fixed_feature_is_unsupported(veth):
     ns, ifname, state_dir = veth
     out = run_module("nic_tuning", {"interface": ifname, "features": {"lro": True}, "state_dir": state_dir}, ns)

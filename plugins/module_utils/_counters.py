@@ -19,8 +19,8 @@ from collections.abc import Callable
 
 XDP_ACTIONS = ("aborted", "drop", "pass", "tx", "redirect")
 COUNTER_TYPES = ("xdp", "tc", "nft", "netdev")
-_NAME_RE = re.compile(r"^[A-Za-z0-9_.:-]{1,64}$")
-_STAT_RE = re.compile(r"^[a-z0-9_]{1,64}$")
+_NAME_RE = re.compile(r"^[A-Za-z0-9_.:-]{1,64}\Z")
+_STAT_RE = re.compile(r"^[a-z0-9_]{1,64}\Z")
 
 
 class CounterError(ValueError):

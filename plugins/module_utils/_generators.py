@@ -50,8 +50,8 @@ DEFAULTS: dict[str, Any] = {
     "src_ip": "198.18.0.1", "dst_ip": "198.18.0.2", "sport": 9, "dport": 9, "flows": 1,
 }
 
-_IFNAME = re.compile(r"^[^/\s:]{1,15}$")
-_MAC = re.compile(r"^[0-9a-fA-F]{2}(?::[0-9a-fA-F]{2}){5}$")
+_IFNAME = re.compile(r"^[^/\s:]{1,15}\Z")
+_MAC = re.compile(r"^[0-9a-fA-F]{2}(?::[0-9a-fA-F]{2}){5}\Z")
 
 
 class GeneratorParamError(ValueError):

@@ -31,8 +31,8 @@ from ansible_collections.xdplab.testbed.plugins.module_utils._parsers import Par
 __all__ = ["PG_DIR", "PktgenError", "check_spec", "device_names", "commands", "Pktgen", "cpu_times", "cpu_share"]
 
 PG_DIR = "/proc/net/pktgen"
-_IFNAME = re.compile(r"^[A-Za-z0-9_.:-]{1,15}$")
-_MAC = re.compile(r"^[0-9a-fA-F]{2}(:[0-9a-fA-F]{2}){5}$")
+_IFNAME = re.compile(r"^[A-Za-z0-9_.:-]{1,15}\Z")
+_MAC = re.compile(r"^[0-9a-fA-F]{2}(:[0-9a-fA-F]{2}){5}\Z")
 # Flags pktgen's "flag" command knows (net/core/pktgen.c pkt_flag_names + the NO_ forms it accepts).
 FLAGS = ("IPV6", "IPSRC_RND", "IPDST_RND", "TXSIZE_RND", "UDPSRC_RND", "UDPDST_RND", "UDPCSUM", "NO_TIMESTAMP",
          "MPLS_RND", "QUEUE_MAP_RND", "QUEUE_MAP_CPU", "FLOW_SEQ", "IPSEC", "MACSRC_RND", "MACDST_RND",

@@ -20,7 +20,7 @@ from ansible_collections.xdplab.testbed.plugins.module_utils._stats import summa
 
 SCHEMA = "xdplab.result/v1"
 _SLUG_BAD = re.compile(r"[^A-Za-z0-9_.=-]+")
-RUN_ID_RE = re.compile(r"^[0-9]{8}T[0-9]{6}Z-[0-9a-f]{6}$")
+RUN_ID_RE = re.compile(r"^[0-9]{8}T[0-9]{6}Z-[0-9a-f]{6}\Z")
 
 
 def utcnow() -> _dt.datetime:

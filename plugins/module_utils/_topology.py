@@ -32,7 +32,7 @@ NETNS_NAME_MAX = 32  # our limit: names end up in /run/netns/<name> and in inven
 MTU_MIN = 68  # IPv4 minimum; veth accepts 68..65535 (ETH_MAX_MTU)
 MTU_MAX = 65535
 QUEUES_MAX = 256
-_MAC_RE = re.compile(r"^[0-9a-f]{2}(:[0-9a-f]{2}){5}$")
+_MAC_RE = re.compile(r"^[0-9a-f]{2}(:[0-9a-f]{2}){5}\Z")
 
 
 class TopologyError(ValueError):

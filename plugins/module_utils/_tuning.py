@@ -201,7 +201,7 @@ def resolve_feature(name: str, known: list[str]) -> list[str]:
     pattern = FEATURE_ALIASES.get(name.lower())
     if pattern is None:
         return []
-    rx = re.compile(rf"^(?:{pattern})$")
+    rx = re.compile(rf"^(?:{pattern})\Z")
     return [k for k in known if rx.match(k)]
 
 
@@ -366,7 +366,7 @@ def split_unsupported(plan: NicPlan, on_unsupported: str) -> tuple[list[str], li
 
 # -- snapshot store ----------------------------------------------------------
 
-_KEY_RE = re.compile(r"^[A-Za-z0-9_.@+-]{1,200}$")
+_KEY_RE = re.compile(r"^[A-Za-z0-9_.@+-]{1,200}\Z")
 
 
 def safe_key(key: str) -> str:

@@ -29,7 +29,7 @@ NF_FAMILY_RE = re.compile(
     r"|arp_tables|nfnetlink\w*|nf_socket_\w+|nf_tproxy_\w+|nf_dup_\w+)$"
 )
 SMT_VALUES = ("on", "off", "forceoff")
-CMDLINE_KEYS_RE = re.compile(r"^[a-z][a-z0-9_.-]*$")
+CMDLINE_KEYS_RE = re.compile(r"^[a-z][a-z0-9_.-]*\Z")
 
 
 class HostTuningError(ValueError):

@@ -100,6 +100,27 @@ def test_parsers_on_corrupted_captures(data):
 
 # ---- ledger entries / lock ------------------------------------------------------------------------
 
+@pytest.mark.parametrize(("module", "name", "valid"), [
+    ("_ledger", "_NAME_RE", "xdplab-dut"),
+    ("_counters", "_NAME_RE", "veth0"),
+    ("_counters", "_STAT_RE", "rx_packets"),
+    ("_generators", "_IFNAME", "veth0"),
+    ("_generators", "_MAC", "02:00:00:00:00:01"),
+    ("_pktgen", "_IFNAME", "eth0"),
+    ("_pktgen", "_MAC", "02:00:00:00:00:01"),
+    ("_topology", "_MAC_RE", "02:00:00:00:00:01"),
+    ("_tuning", "_KEY_RE", "nic-host-eth0"),
+    ("_tuning_host", "CMDLINE_KEYS_RE", "isolcpus"),
+    ("_record", "RUN_ID_RE", "20261130T020000Z-abcdef"),
+])
+def test_validators_reject_a_trailing_newline(module, name, valid):
+    """`$` matches before a final newline: every validator anchors with \\Z (found by hypothesis: the
+    ledger accepted the name '-\\n')."""
+    rx = getattr(importlib.import_module(f"ansible_collections.xdplab.testbed.plugins.module_utils.{module}"), name)
+    assert rx.match(valid)
+    assert not rx.match(valid + "\n")
+
+
 @settings(max_examples=300, deadline=None)
 @given(kind=st.sampled_from(["netns", "xdp", "tc", "nft"]), value=hostile_text)
 def test_ledger_rejects_non_plain_names(kind, value):

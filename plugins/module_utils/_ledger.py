@@ -38,7 +38,7 @@ KEY_FIELDS = {
     "tuning": ("state_file",),
     "qemu": ("pid",),
 }
-_NAME_RE = re.compile(r"^[A-Za-z0-9_.:@-]{1,64}$")
+_NAME_RE = re.compile(r"^[A-Za-z0-9_.:@-]{1,64}\Z")
 
 
 class LedgerError(ValueError):
@@ -63,9 +63,12 @@ def check_entry(kind: str, key: dict, netns: str | None = None) -> dict:
         if field not in key:
             raise LedgerError(f"ledger key for {kind} needs {field!r}, got {key!r}")
     for field, value in key.items():
-        if field in ("pid",):
-            if not isinstance(value, int) or value <= 1:
+        if field in ("pid", "owner"):
+            if not isinstance(value, int) or isinstance(value, bool) or value <= 1:
                 raise LedgerError(f"ledger {kind} {field} must be a pid > 1, got {value!r}")
+        elif field == "owner_start":
+            if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+                raise LedgerError(f"ledger {kind} owner_start must be a start time in clock ticks, got {value!r}")
         elif field == "state_file":
             if not isinstance(value, str) or not os.path.isabs(value) or ".." in value.split("/"):
                 raise LedgerError(f"ledger {kind} state_file must be an absolute path without '..', got {value!r}")
@@ -169,6 +172,26 @@ def holder_alive(holder: Holder, this_host: str, proc: str = "/proc") -> bool | 
     if start is None:
         return False
     return holder.pid_start is None or start == holder.pid_start
+
+
+def owner_alive(key: dict, proc: str = "/proc") -> bool:
+    """Whether the process that recorded an entry (key ``owner``/``owner_start``) still runs: its
+    object is then in use, not left behind."""
+    if "owner" not in key:
+        return False
+    start = pid_start_time(key["owner"], proc)
+    return start is not None and start == key.get("owner_start", start)
+
+
+def qemu_entry(pid: int, argv: list[str], owner: int | None = None, proc: str = "/proc") -> dict:
+    """The ledger entry of a QEMU process started with argv by `owner` (default: this process)."""
+    owner = os.getpid() if owner is None else owner
+    cmdline = b"\0".join(os.fsencode(a) for a in argv) + b"\0"
+    key = {"pid": pid, "cmdline_sha256": hashlib.sha256(cmdline).hexdigest(), "owner": owner}
+    start = pid_start_time(owner, proc)
+    if start is not None:
+        key["owner_start"] = start
+    return check_entry("qemu", key)
 
 
 def read_lock(path: str) -> Holder | None:

@@ -40,7 +40,8 @@ options:
     description:
       - What identifies the object. C(netns) C(name); C(xdp) and C(tc) C(interface); C(nft) C(family) and
         C(table); C(tuning) C(state_file); C(qemu) C(pid) and C(cmdline_sha256) (sha256 of its
-        NUL-separated C(/proc/PID/cmdline), so a reused pid is never killed).
+        NUL-separated C(/proc/PID/cmdline), so a reused pid is never killed), optionally C(owner) and
+        C(owner_start) (pid and start time of the process running it; while it lives the entry is kept).
     type: dict
   netns:
     description:
@@ -85,6 +86,11 @@ pending:
   returned: always
   type: list
   elements: dict
+kept:
+  description: With O(state=cleaned), QEMU entries kept because the process that runs the guest still lives.
+  returned: always
+  type: list
+  elements: str
 path:
   description: The entry file, with O(state=recorded) or O(state=absent).
   returned: when kind is given
@@ -102,6 +108,7 @@ from ansible_collections.xdplab.testbed.plugins.module_utils._ledger import (
     check_entry,
     entries,
     entry_id,
+    owner_alive,
     record,
     teardown_plan,
 )
@@ -157,6 +164,8 @@ class Cleaner:
             self._run(self._in_netns(netns, [nft, "delete", "table", key["family"], key["table"]]),
                       ("No such file",))
         elif kind == "qemu":
+            if owner_alive(key):
+                return False  # its qemu_exec still runs it: in use, not left behind
             pid = int(key["pid"])
             try:
                 with open(f"/proc/{pid}/cmdline", "rb") as fh:
@@ -182,7 +191,7 @@ def main() -> None:
     )
     p = module.params
     module.run_command_environ_update = {"LC_ALL": "C"}
-    changed, removed, pending, result = False, [], [], {}
+    changed, removed, pending, kept, result = False, [], [], [], {}
     try:
         if p["state"] in ("recorded", "absent"):
             netns = p["netns"]
@@ -206,6 +215,9 @@ def main() -> None:
                 if entry["kind"] == "tuning":
                     pending.append(entry)
                     continue
+                if entry["kind"] == "qemu" and owner_alive(entry["key"]):
+                    kept.append(describe(entry))
+                    continue
                 changed = True
                 if not module.check_mode:
                     cleaner.remove(entry)
@@ -219,7 +231,7 @@ def main() -> None:
         current = [e for _, e in entries(p["dir"])]
     except LedgerError as exc:
         module.fail_json(msg=str(exc))
-    module.exit_json(changed=changed, entries=current, removed=removed, pending=pending, **result)
+    module.exit_json(changed=changed, entries=current, removed=removed, pending=pending, kept=kept, **result)
 
 
 if __name__ == "__main__":

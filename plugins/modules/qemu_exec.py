@@ -105,6 +105,13 @@ options:
     description: Fail the task when the command's exit status is not 0.
     type: bool
     default: true
+  ledger_dir:
+    description:
+      - State ledger the QEMU process is recorded in while it runs (pid, a hash of its command line,
+        and this module's pid). If the module is killed, C(playbooks/teardown.yml) or the next bench run
+        (C(xdplab.testbed.ledger) O(state=cleaned)) kills the orphaned guest; a live guest is left alone.
+    type: path
+    default: /var/lib/xdplab/ledger
 attributes:
   check_mode:
     support: none
@@ -219,6 +226,7 @@ def main() -> None:
             timeout=dict(type="int", default=600),
             rundir=dict(type="path"),
             fail_on_rc=dict(type="bool", default=True),
+            ledger_dir=dict(type="path", default="/var/lib/xdplab/ledger"),
         ),
         supports_check_mode=False,
     )
@@ -260,15 +268,16 @@ def main() -> None:
         )
         try:
             if accel == "kvm":
-                res = _qemu.run(spec, timeout=p["timeout"], boot_timeout=p["kvm_boot_timeout"])
+                res = _qemu.run(spec, timeout=p["timeout"], boot_timeout=p["kvm_boot_timeout"],
+                                ledger_dir=p["ledger_dir"])
                 if res.boot_stalled and p["accel"] == "auto":
                     reason += ("; but the KVM guest did not reach its init "
                                f"({(res.qemu_output.strip().splitlines() or ['no qemu output'])[-1]}): "
                                "fell back to TCG")
                     accel = spec.accel = "tcg"
-                    res = _qemu.run(spec, timeout=p["timeout"])
+                    res = _qemu.run(spec, timeout=p["timeout"], ledger_dir=p["ledger_dir"])
             else:
-                res = _qemu.run(spec, timeout=p["timeout"])
+                res = _qemu.run(spec, timeout=p["timeout"], ledger_dir=p["ledger_dir"])
         except _qemu.QemuError as exc:
             module.fail_json(msg=str(exc))
         result = dict(

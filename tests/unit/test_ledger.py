@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import socket
 import subprocess
+import time
 
 import pytest
 from ansible_collections.xdplab.testbed.plugins.module_utils._ledger import (
@@ -15,7 +17,9 @@ from ansible_collections.xdplab.testbed.plugins.module_utils._ledger import (
     check_entry,
     entries,
     entry_id,
+    owner_alive,
     pid_start_time,
+    qemu_entry,
     read_lock,
     record,
     release,
@@ -43,6 +47,8 @@ def dead_pid() -> int:
         ("tuning", {"state_file": "relative.json"}, None, "absolute path"),
         ("tuning", {"state_file": "/var/lib/../../etc/shadow"}, None, "without '..'"),
         ("nft", {"family": "inet"}, None, "needs 'table'"),
+        ("qemu", {"pid": 4242, "owner": True}, None, "owner must be a pid"),
+        ("qemu", {"pid": 4242, "owner_start": -1}, None, "owner_start must be a start time"),
     ],
 )
 def test_bad_entries_name_the_value(kind, key, netns, message):
@@ -151,3 +157,28 @@ def test_torn_lock_file_is_stale(tmp_path):
     path = tmp_path / "run.lock"
     path.write_text("{trunc")
     assert acquire(str(path), os.getpid(), HOST)[0] == "taken-over"
+
+
+def test_qemu_entry_hashes_the_cmdline_and_names_its_owner():
+    """The entry of a QEMU process: the sha256 of its NUL-separated argv as /proc/PID/cmdline has it,
+    and this process as the owner; while the owner lives the entry is in use, after it is stale."""
+    proc = subprocess.Popen(["sleep", "30"])  # noqa: S607 - a stand-in process
+    try:
+        entry = qemu_entry(proc.pid, ["sleep", "30"])
+        # Right after a vfork()+exec the new image's arguments may not be set up yet (empty cmdline).
+        for _ in range(500):
+            with open(f"/proc/{proc.pid}/cmdline", "rb") as fh:
+                cmdline = fh.read()
+            if cmdline:
+                break
+            time.sleep(0.01)
+        assert entry["key"]["cmdline_sha256"] == hashlib.sha256(cmdline).hexdigest(), (entry, cmdline)
+        assert entry["key"]["owner"] == os.getpid()
+        assert entry["key"]["owner_start"] == pid_start_time(os.getpid())
+        assert owner_alive(entry["key"])
+        assert not owner_alive(dict(entry["key"], owner=dead_pid()))
+        assert not owner_alive(dict(entry["key"], owner_start=entry["key"]["owner_start"] + 1)), "a reused pid"
+        assert not owner_alive({"pid": proc.pid})
+    finally:
+        proc.kill()
+        proc.wait()

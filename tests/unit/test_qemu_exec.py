@@ -22,7 +22,8 @@ def _result(**kw):
 def _run_module(args, probe=(False, "no kvm"), results=(), tmp_path=None):
     calls = []
 
-    def fake_run(spec, timeout, boot_timeout=None):
+    def fake_run(spec, timeout, boot_timeout=None, ledger_dir=None):
+        assert ledger_dir == args.get("ledger_dir", "/var/lib/xdplab/ledger")
         calls.append((spec.accel, boot_timeout))
         return results[len(calls) - 1]
 

@@ -135,11 +135,11 @@ def test_qemu_guest_never_boots(tmp_path, guest_kernel, rundir):
     stopped; the QEMU process is gone, the ledger holds no QEMU entry; the next guest run works.
     """
     before = set(qemu_pids())
-    hung = run(tmp_path, "noboot", tasks=[qemu_task(rundir, "echo never", 25,
+    hung = run(tmp_path, "noboot", tasks=[qemu_task(rundir, "echo never", 15,
                                                     append="root=/dev/xdplabnodisk rootwait")])
     assert hung.wait() != 0, f"a guest that never booted passed; log {hung.log_path}"
     text = hung.text()
-    assert "guest did not finish within 25s" in text, text[-3000:]
+    assert "guest did not finish within 15s" in text, text[-3000:]
     assert "xdplabnodisk" in text, "the console tail does not show the boot waiting for its root device"
     assert set(qemu_pids()) - before == set(), f"QEMU left running: {qemu_pids()}"
     assert qemu_ledger_entries() == [], f"QEMU ledger entries left: {qemu_ledger_entries()}"

@@ -344,6 +344,15 @@ def task_results(proc: subprocess.CompletedProcess) -> dict[str, dict]:
     return {t["task"]["name"]: t["hosts"]["localhost"] for t in data["plays"][0]["tasks"]}
 
 
+def ledger_entries(prefix: str, ledger: str = "/var/lib/xdplab/ledger") -> list[str]:
+    """Ledger files naming a namespace of this prefix (the role's default ledger)."""
+    out = []
+    for path in sorted(Path(ledger).glob("netns-*.json")) if Path(ledger).is_dir() else []:
+        if json.loads(path.read_text()).get("key", {}).get("name", "").startswith(prefix):
+            out.append(path.name)
+    return out
+
+
 ROLE_PLAY = """
 - name: Testbed role under test
   hosts: localhost
@@ -414,6 +423,7 @@ def test_h3_role_undefined_host_is_named_and_nothing_is_created():
     assert proc.returncode != 0
     assert "link gen-dut: end b names undefined host 'dutt'" in proc.stdout
     assert [ns for ns in ours_in_netns_list() if ns.startswith(prefix)] == []
+    assert ledger_entries(prefix) == [], "the ledger records namespaces that were never created"
 
 
 def test_h3_role_namespace_name_too_long_is_named():
@@ -422,3 +432,4 @@ def test_h3_role_namespace_name_too_long_is_named():
     assert proc.returncode != 0
     assert f"'{prefix}gen'" in proc.stdout and "longer than 32" in proc.stdout
     assert [ns for ns in ours_in_netns_list() if ns.startswith(prefix)] == []
+    assert ledger_entries(prefix) == [], "the ledger records namespaces that were never created"

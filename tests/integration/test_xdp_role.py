@@ -11,21 +11,12 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from _roleplay import run_role
 from ansible_collections.xdplab.testbed.plugins.module_utils import _bpf
 
 pytestmark = pytest.mark.root
 
 ROOT = Path(__file__).resolve().parents[2]
-PLAY = """
-- name: xdp role test
-  hosts: localhost
-  connection: local
-  gather_facts: false
-  vars:
-    ansible_python_interpreter: "{{ ansible_playbook_python }}"
-  roles:
-    - role: xdplab.testbed.xdp
-"""
 
 
 def sh(*argv: str, check: bool = True) -> subprocess.CompletedProcess:
@@ -47,18 +38,7 @@ def ns():
 
 
 def play(ns: str, tmp_path: Path, extra: dict, check: bool = False) -> dict:
-    pb = tmp_path / "play.yml"
-    pb.write_text(PLAY)
-    vars_file = tmp_path / "vars.json"
-    vars_file.write_text(json.dumps(extra))
-    env = {**os.environ, "ANSIBLE_CONFIG": str(ROOT / "ansible.cfg"), "ANSIBLE_STDOUT_CALLBACK": "json",
-           "ANSIBLE_DEPRECATION_WARNINGS": "False", "ANSIBLE_INVENTORY": "localhost,"}
-    argv = ["ip", "netns", "exec", ns, str(ROOT / ".venv" / "bin" / "ansible-playbook"), str(pb),
-            "-e", f"@{vars_file}"] + (["--check"] if check else [])
-    r = subprocess.run(argv, capture_output=True, text=True, env=env, cwd=ROOT)
-    out, _end = json.JSONDecoder().raw_decode(r.stdout[r.stdout.index("{"):])
-    out["rc"] = r.returncode
-    return out
+    return run_role("xdp", tmp_path, extra, check=check, netns=ns)
 
 
 def task_results(out: dict, name_part: str) -> list[dict]:

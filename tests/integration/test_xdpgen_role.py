@@ -6,43 +6,20 @@ built, nothing fails), and the verify step catching a binary that is not xdpgen.
 
 from __future__ import annotations
 
-import json
-import os
 import shutil
 import subprocess
 from pathlib import Path
 
 import pytest
+from _roleplay import run_role
 
 pytestmark = pytest.mark.root
 
 ROOT = Path(__file__).resolve().parents[2]
-PLAY = """
-- name: generator role test
-  hosts: localhost
-  connection: local
-  gather_facts: false
-  vars:
-    ansible_python_interpreter: "{{ ansible_playbook_python }}"
-  roles:
-    - role: xdplab.testbed.generator
-"""
 
 
 def play(tmp_path: Path, extra: dict, check: bool = False) -> dict:
-    pb = tmp_path / "play.yml"
-    pb.write_text(PLAY)
-    vars_file = tmp_path / "vars.json"
-    vars_file.write_text(json.dumps(extra))
-    env = {**os.environ, "ANSIBLE_CONFIG": str(ROOT / "ansible.cfg"), "ANSIBLE_STDOUT_CALLBACK": "json",
-           "ANSIBLE_DEPRECATION_WARNINGS": "False", "ANSIBLE_INVENTORY": "localhost,"}
-    argv = [str(ROOT / ".venv" / "bin" / "ansible-playbook"), str(pb), "-e", f"@{vars_file}"]
-    r = subprocess.run(argv + (["--check"] if check else []), capture_output=True, text=True,  # noqa: S603
-                       env=env, cwd=ROOT, check=False)
-    out, _end = json.JSONDecoder().raw_decode(r.stdout[r.stdout.index("{"):])
-    out["rc"] = r.returncode
-    out["stderr"] = r.stderr
-    return out
+    return run_role("generator", tmp_path, extra, check=check)
 
 
 def changed_tasks(out: dict) -> list[str]:

@@ -2,74 +2,30 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """pktgen for real, in the guest kernel the kernel role built (the host kernel has no pktgen):
 
-1. boot it with xdplab.testbed.qemu_exec (run as Ansible runs it) and run tests/qemu/test_pktgen_module.py
-   inside (the pktgen module on dummy and veth devices);
+1. boot it with xdplab.testbed.qemu_exec (run as Ansible runs it, see conftest.py) and run
+   tests/qemu/test_pktgen_module.py inside (the pktgen module on dummy and veth devices);
 2. playbooks/pktgen_burst.yml end to end, CI-sized (burst 1 and 8 x clone_skb off/on, 1 repetition of
    1 s): records per point, a report, and a bad parameter failing its points with pktgen's reason.
 
-The guest kernel comes from XDPLAB_GUEST_KERNEL, else /work/notes/guest-kernel.txt. No kernel is a
-failure, not a skip.
+No kernel is a failure, not a skip.
 """
 
 from __future__ import annotations
 
 import json
 import os
-import re
 import subprocess
-import sys
-import tempfile
 from pathlib import Path
 
 import pytest
+from conftest import IN_GUEST, ROOT, VENV_BIN, guest_kernel, run_guest_tests
 
 pytestmark = [pytest.mark.qemu, pytest.mark.root]
-
-ROOT = Path(__file__).resolve().parents[2]
-NOTE = Path("/work/notes/guest-kernel.txt")
-QEMU_EXEC = ROOT / "plugins" / "modules" / "qemu_exec.py"
-VENV_BIN = ROOT / ".venv" / "bin"
-IN_GUEST = os.uname().nodename == "xdplab-guest"
-
-
-def guest_kernel() -> str:
-    path = os.environ.get("XDPLAB_GUEST_KERNEL") or (NOTE.read_text().strip() if NOTE.exists() else "")
-    if not path or not os.path.isfile(path):
-        pytest.fail(f"no guest kernel: set XDPLAB_GUEST_KERNEL or build one with the kernel role (got {path!r})")
-    return path
 
 
 @pytest.mark.skipif(IN_GUEST, reason="already inside the guest: no nested QEMU")
 def test_pktgen_module_inside_guest():
-    args = {
-        "kernel": guest_kernel(),
-        "command": (f"{ROOT}/.venv/bin/python -m pytest -q -p no:cacheprovider -o addopts='' "
-                    f"--basetemp=/tmp/pytest {ROOT}/tests/qemu/test_pktgen_module.py"),
-        "cpus": 2,
-        "memory": 1024,
-        "timeout": 600,
-        "chdir": str(ROOT),
-        "environment": {"XDPLAB_IN_GUEST": "1", "PYTHONPATH": f"{ROOT}/.collections"},
-    }
-    with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as handle:
-        json.dump({"ANSIBLE_MODULE_ARGS": args}, handle)
-    try:
-        proc = subprocess.run([sys.executable, str(QEMU_EXEC), handle.name], capture_output=True, text=True,  # noqa: S603
-                              env=dict(os.environ, PYTHONPATH=str(ROOT / ".collections")), timeout=700,
-                              check=False)
-    finally:
-        os.unlink(handle.name)
-    try:
-        res = json.loads(proc.stdout)
-    except json.JSONDecodeError:
-        raise AssertionError(f"qemu_exec printed no JSON: {proc.stdout[-2000:]!r} {proc.stderr[-2000:]!r}") from None
-    detail = (f"rc={res.get('rc')} accel={res.get('accel')} timed_out={res.get('timed_out')} "
-              f"msg={res.get('msg')}\nstdout:\n{str(res.get('stdout'))[-4000:]}\n"
-              f"stderr:\n{str(res.get('stderr'))[-2000:]}\nconsole: {res.get('console_log')}")
-    assert not res.get("failed") and res.get("rc") == 0 and not res.get("timed_out"), detail
-    m = re.search(r"(\d+) passed", res["stdout"])
-    assert m and int(m.group(1)) >= 7, detail
-    assert not re.search(r"\d+ (failed|error|skipped)", res["stdout"]), detail
+    run_guest_tests("test_pktgen_module.py", min_passed=7, cpus=2, timeout=600)
 
 
 def playbook(tmp_path: Path, *extra: str) -> subprocess.CompletedProcess:

@@ -164,8 +164,6 @@ class Cleaner:
             self._run(self._in_netns(netns, [nft, "delete", "table", key["family"], key["table"]]),
                       ("No such file",))
         elif kind == "qemu":
-            if owner_alive(key):
-                return False  # its qemu_exec still runs it: in use, not left behind
             pid = int(key["pid"])
             try:
                 with open(f"/proc/{pid}/cmdline", "rb") as fh:

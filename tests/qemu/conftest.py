@@ -34,6 +34,26 @@ def guest_kernel() -> str:
     return path
 
 
+def run_module_file(path: Path, args: dict, timeout: int = 120) -> dict:
+    """Run a module file as Ansible runs it (an args file, JSON back) with this interpreter; the JSON
+    result plus the process's exit status as ``rc`` unless the module set one."""
+    with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False, dir="/tmp") as handle:  # noqa: S108
+        json.dump({"ANSIBLE_MODULE_ARGS": args}, handle)
+    try:
+        proc = subprocess.run([sys.executable, str(path), handle.name], capture_output=True, text=True,  # noqa: S603
+                              env=dict(os.environ, PYTHONPATH=str(ROOT / ".collections")), timeout=timeout,
+                              check=False)
+    finally:
+        os.unlink(handle.name)
+    try:
+        out = json.loads(proc.stdout)
+    except json.JSONDecodeError:
+        raise AssertionError(f"{path.name} printed no JSON: rc={proc.returncode} {proc.stdout[-2000:]!r} "
+                             f"{proc.stderr[-2000:]!r}") from None
+    out.setdefault("rc", proc.returncode)
+    return out
+
+
 def run_guest_tests(test_file: str, min_passed: int, cpus: int, timeout: int) -> dict:
     """Run tests/qemu/<test_file> with pytest inside a fresh guest; assert it ran at least min_passed
     tests with none failed, errored or skipped; return qemu_exec's result."""
@@ -47,18 +67,7 @@ def run_guest_tests(test_file: str, min_passed: int, cpus: int, timeout: int) ->
         "chdir": str(ROOT),
         "environment": {"XDPLAB_IN_GUEST": "1", "PYTHONPATH": f"{ROOT}/.collections"},
     }
-    with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as handle:
-        json.dump({"ANSIBLE_MODULE_ARGS": args}, handle)
-    try:
-        proc = subprocess.run([sys.executable, str(QEMU_EXEC), handle.name], capture_output=True, text=True,  # noqa: S603
-                              env=dict(os.environ, PYTHONPATH=str(ROOT / ".collections")), timeout=timeout + 100,
-                              check=False)
-    finally:
-        os.unlink(handle.name)
-    try:
-        res = json.loads(proc.stdout)
-    except json.JSONDecodeError:
-        raise AssertionError(f"qemu_exec printed no JSON: {proc.stdout[-2000:]!r} {proc.stderr[-2000:]!r}") from None
+    res = run_module_file(QEMU_EXEC, args, timeout=timeout + 100)
     detail = (f"rc={res.get('rc')} accel={res.get('accel')} ({res.get('accel_reason')}) "
               f"timed_out={res.get('timed_out')} after {res.get('duration_s')}s msg={res.get('msg')}\n"
               f"stdout:\n{str(res.get('stdout'))[-4000:]}\nstderr:\n{str(res.get('stderr'))[-2000:]}\n"

@@ -12,16 +12,15 @@ idempotence, check mode and restore exact, each read back with the ethtool CLI.
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 
 import pytest
+from conftest import run_module_file
 
 # Same guest test as tests/qemu/test_guest_kernel.py (hostname set by _qemu's init), or the runner's variable.
 IN_GUEST = os.environ.get("XDPLAB_IN_GUEST") == "1" or (
@@ -45,21 +44,7 @@ def sh(*argv: str) -> str:
 
 
 def run_module(name: str, args: dict, check: bool = False) -> dict:
-    payload = dict(args, _ansible_check_mode=check, _ansible_diff=True)
-    with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False, dir="/tmp") as handle:
-        json.dump({"ANSIBLE_MODULE_ARGS": payload}, handle)
-    try:
-        env = dict(os.environ, PYTHONPATH=str(ROOT / ".collections"))
-        proc = subprocess.run([sys.executable, str(MODULES / f"{name}.py"), handle.name], capture_output=True,
-                              text=True, env=env, timeout=120, check=False)
-    finally:
-        os.unlink(handle.name)
-    try:
-        out = json.loads(proc.stdout)
-    except json.JSONDecodeError:
-        raise AssertionError(f"module printed no JSON: rc={proc.returncode} {proc.stdout!r} {proc.stderr!r}") from None
-    out["rc"] = proc.returncode
-    return out
+    return run_module_file(MODULES / f"{name}.py", dict(args, _ansible_check_mode=check, _ansible_diff=True))
 
 
 def cli_state(ifname: str) -> dict[str, str]:

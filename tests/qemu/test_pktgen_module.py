@@ -9,14 +9,13 @@ that runner is what executes it. The module is run as Ansible runs it (args file
 
 from __future__ import annotations
 
-import json
 import os
 import subprocess
-import sys
 import time
 from pathlib import Path
 
 import pytest
+from conftest import run_module_file
 
 IN_GUEST = os.environ.get("XDPLAB_IN_GUEST") == "1" or (
     os.uname().nodename == "xdplab-guest" and Path("/run/xdplab-out").is_dir())
@@ -30,15 +29,8 @@ MODULE = ROOT / "plugins" / "modules" / "pktgen.py"
 PG = Path("/proc/net/pktgen")
 
 
-def run_module(args: dict, tmp_path: Path) -> dict:
-    argfile = tmp_path / f"args-{time.monotonic_ns()}.json"
-    argfile.write_text(json.dumps({"ANSIBLE_MODULE_ARGS": args}))
-    proc = subprocess.run([sys.executable, str(MODULE), str(argfile)], capture_output=True, text=True,  # noqa: S603
-                          env=dict(os.environ, PYTHONPATH=str(ROOT / ".collections")), timeout=120, check=False)
-    try:
-        return json.loads(proc.stdout)
-    except json.JSONDecodeError:
-        raise AssertionError(f"no JSON from the module: {proc.stdout!r} {proc.stderr!r}") from None
+def run_module(args: dict, _tmp_path: Path) -> dict:
+    return run_module_file(MODULE, args)
 
 
 def ip(*args: str, check: bool = True) -> subprocess.CompletedProcess:

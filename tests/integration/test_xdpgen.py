@@ -56,6 +56,9 @@ class Pair:
             sh("ip", "netns", "add", self.dns)
             sh("ip", "link", "add", self.gif, "netns", self.gns, "type", "veth", "peer", "name", self.dif,
                "netns", self.dns)
+            # No IPv6 on the pair: its neighbour discovery would add packets the tests do not send.
+            for ns, ifname in ((self.gns, self.gif), (self.dns, self.dif)):
+                sh("ip", "netns", "exec", ns, "sysctl", "-qw", f"net.ipv6.conf.{ifname}.disable_ipv6=1")
             sh("ip", "-n", self.gns, "link", "set", self.gif, "up")
             sh("ip", "-n", self.dns, "link", "set", self.dif, "up")
             sh("ip", "-n", self.dns, "link", "set", self.dif, "xdpdrv", "obj", build[program], "sec", "xdp")
@@ -126,15 +129,17 @@ def test_xdpgen_count_exact_one_thread(drop_pair):
 
 
 @pytest.mark.skipif((os.cpu_count() or 1) < 2, reason="needs 2 CPUs for 2 threads")
-def _xmit_errors(pair: Pair) -> int:
-    """Frames the sending veth could not put on the peer's full ring (ethtool -S, all queues)."""
+def _veth_xmit(pair: Pair) -> tuple[int, int]:
+    """(frames the sending veth put on the peer's ring, frames it could not: the ring was full), from
+    ethtool -S over all queues."""
     out = sh("ip", "netns", "exec", pair.gns, "ethtool", "-S", pair.gif).stdout
-    return sum(int(v) for k, _, v in (line.strip().partition(": ") for line in out.splitlines())
-               if k.endswith("xdp_xmit_errors"))
+    stats = {k: int(v) for k, _, v in (line.strip().partition(": ") for line in out.splitlines()) if v.isdigit()}
+    return (sum(v for k, v in stats.items() if k.endswith("xdp_xmit")),
+            sum(v for k, v in stats.items() if k.endswith("xdp_xmit_errors")))
 
 
 def test_xdpgen_count_split_over_two_threads(drop_pair):
-    before, errors_before = drop_pair.counter(1), _xmit_errors(drop_pair)
+    before, (xmit_before, errors_before) = drop_pair.counter(1), _veth_xmit(drop_pair)
     proc = drop_pair.run("-i", drop_pair.gif, "-n", "300001", "-t", "2", "-q")
     assert proc.returncode == 0, proc.stderr
     r = parse("xdpgen", proc.stdout)
@@ -142,19 +147,23 @@ def test_xdpgen_count_split_over_two_threads(drop_pair):
     assert sorted(t["packets"] for t in r["per_thread"]) == [150000, 150001]
     assert [t["cpu"] for t in r["per_thread"]] == [0, 1]
     # Two CPUs feed one veth rx ring: when it is full the sending veth drops the frame and counts it
-    # as an xdp_xmit error (how many depends on the load). Every frame is accounted for either way.
-    # The last frames may still sit in the peer's ring when xdpgen exits (its NAPI runs on its own
-    # time, later under load; CI once read 16 short): wait until every frame is counted or the
-    # counts stop moving.
-    def counts() -> tuple[int, int]:
-        return drop_pair.counter(1) - before, _xmit_errors(drop_pair) - errors_before
-    received, dropped = counts()
+    # as an xdp_xmit error (how many depends on the load). Under that contention the kernel's
+    # live-frame path also loses the odd redirect bulk (16 frames) before the veth sees it, counted
+    # nowhere (seen in CI: 16 of 300001), so the veth's account may fall short by a few bulks.
+    # The last frames may still sit in the peer's ring when xdpgen exits: wait for the counts to settle.
+    def counts() -> tuple[int, int, int]:
+        xmit, errors = _veth_xmit(drop_pair)
+        return drop_pair.counter(1) - before, xmit - xmit_before, errors - errors_before
+    received, xmit, errors = counts()
     deadline = time.monotonic() + 5
-    while received + dropped < 300001 and time.monotonic() < deadline:
+    while received < xmit and time.monotonic() < deadline:
         time.sleep(0.2)
-        received, dropped = counts()
+        received, xmit, errors = counts()
     assert received >= 0.5 * 300001
-    assert 300001 <= received + dropped <= 300001 + SLACK
+    assert 300001 - 4 * 16 <= xmit + errors <= 300001, (xmit, errors)
+    # Every frame the veth delivered was counted by the DUT's XDP program (plus the odd IPv6
+    # neighbour packet of the link itself).
+    assert xmit <= received <= xmit + SLACK, (received, xmit)
 
 
 def test_xdpgen_sigint_prints_figures_so_far(drop_pair):

@@ -21,8 +21,8 @@ help:
 # Debian packages (root). A stamp keyed on the package list avoids re-running apt.
 $(VENV)/.apt-stamp: requirements-apt.txt
 	@if [ "$$(id -u)" != 0 ]; then echo "make: run as root (apt-get, netns, XDP)"; exit 1; fi
-	apt-get update -qq
-	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
+	apt-get update -qq -o DPkg::Lock::Timeout=600
+	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends -o DPkg::Lock::Timeout=600 \
 	    $$(grep -v '^\s*#' requirements-apt.txt | tr '\n' ' ') >/dev/null
 	mkdir -p $(VENV) && touch $@
 

@@ -1,0 +1,152 @@
+"""Every program the collection and its tests run comes from the base image or requirements-apt.txt.
+
+A fresh Debian 12 machine has the base image's packages and what `make` installs from
+requirements-apt.txt, nothing else. This test finds the programs that tests/, roles/, plugins/,
+molecule/ and the playbooks run (argv lists, get_bin_path, `argv:` in YAML) and fails when one is
+missing from the table below, or when its package is in neither list. Where the program is
+installed, `dpkg -S` checks that the table names the package that really ships it.
+"""
+
+from __future__ import annotations
+
+import os
+import pathlib
+import re
+import shutil
+import subprocess
+
+import pytest
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+# The project's copy of the base image's package list; the shared original is compared when present.
+BASE_IMAGE = ROOT / "tests" / "unit" / "fixtures" / "debian12-base-image-apt.txt"
+SHARED_BASE_IMAGE = ROOT.parent / "shared" / "base-image-apt.txt"
+
+# program -> Debian package. One row per program, whoever runs it.
+PACKAGES = {
+    "bpftool": "bpftool", "ccache": "ccache", "clang": "clang", "llvm-strip": "llvm",
+    "dpdk-testpmd": "dpdk-dev", "ethtool": "ethtool", "git": "git", "ip": "iproute2", "tc": "iproute2",
+    "iperf3": "iperf3", "sockperf": "sockperf", "make": "make", "gcc": "gcc", "modprobe": "kmod",
+    "rmmod": "kmod", "depmod": "kmod", "mount": "mount", "umount": "mount", "nft": "nftables",
+    "nice": "coreutils", "nproc": "coreutils", "df": "coreutils", "sleep": "coreutils",
+    "true": "coreutils", "timeout": "coreutils", "uname": "coreutils", "install": "coreutils",
+    "patch": "patch", "qemu-system-x86_64": "qemu-system-x86", "systemctl": "systemd",
+    "tar": "tar", "trafgen": "netsniff-ng", "tuned-adm": "tuned", "dpkg-query": "dpkg",
+    "flex": "flex", "bison": "bison", "bc": "bc", "cpio": "cpio", "busybox": "busybox-static",
+    "pkg-config": "pkgconf", "xz": "xz-utils",
+}
+# Run by `make` on the kernel tree and by the kernel role's QEMU initramfs, not named in argv.
+INDIRECT = ("depmod", "flex", "bison", "bc", "cpio", "busybox", "pkg-config", "llvm-strip", "xz")
+# Run only on a real host the kernel role installs a kernel on (kernel_reboot_ok); that host's
+# own bootloader packages, never the controller's.
+TARGET_ONLY = {"grub-reboot": "grub2-common", "grub-set-default": "grub2-common",
+               "update-grub": "grub2-common", "update-initramfs": "initramfs-tools"}
+# Built by the collection itself (files/xdpgen, files/xsk).
+BUILT = {"xdpgen", "xskgen", "xsksink", "udpgen", "udpsink", "flowins"}
+# Shell builtins and words the patterns below catch that are not programs.
+NOT_PROGRAMS = {"set", "qemu", "hw", "active"}
+
+_PY = [
+    r"""(?:run_command|get_bin_path|which|Popen|check_output|check_call|subprocess\.run)\(\s*\[?\s*["']([A-Za-z0-9_.+-]+)["']""",
+    r"""argv\s*=\s*\[\s*["']([A-Za-z0-9_.+-]+)["']""",
+    r"""\[\s*["']([A-Za-z0-9_.+-]+)["']\s*,\s*["']-""",
+]
+_YAML = [r"argv:\s*\[\s*['\"]?([A-Za-z0-9_.+-]+)", r"argv:\s*\n\s*-\s*['\"]?([A-Za-z0-9_.+-]+)",
+         r"\bcmd:\s*['\"]?([A-Za-z0-9_.+-]+)"]
+
+
+def _files(patterns: list[str]) -> list[pathlib.Path]:
+    out = []
+    for pattern in patterns:
+        out += [p for p in ROOT.glob(pattern) if ".venv" not in p.parts and ".collections" not in p.parts]
+    return out
+
+
+def programs_named() -> dict[str, set[str]]:
+    """program -> files that run it."""
+    found: dict[str, set[str]] = {}
+    sources = [(p, _PY) for p in _files(["plugins/**/*.py", "tests/**/*.py", "files/**/*.py", "roles/**/*.py"])]
+    sources += [(p, _YAML) for p in _files(["roles/**/*.yml", "playbooks/*.yml", "molecule/**/*.yml", "*.yml"])]
+    for path, patterns in sources:
+        if path.resolve() == pathlib.Path(__file__).resolve():
+            continue
+        text = path.read_text(encoding="utf-8")
+        for pattern in patterns:
+            for match in re.finditer(pattern, text):
+                name = match.group(1)
+                if name.startswith("-") or name[0].isdigit() or name in NOT_PROGRAMS:
+                    continue
+                found.setdefault(name, set()).add(str(path.relative_to(ROOT)))
+    return found
+
+
+def _package_list(path: pathlib.Path) -> set[str]:
+    lines = path.read_text(encoding="utf-8").splitlines()
+    return {line.split("#")[0].strip() for line in lines if line.split("#")[0].strip()}
+
+
+def installed_packages() -> set[str]:
+    return _package_list(BASE_IMAGE) | _package_list(ROOT / "requirements-apt.txt")
+
+
+def test_the_scan_finds_the_programs_it_must():
+    # A pattern that stopped matching would make the checks below vacuous.
+    found = programs_named()
+    for name in ("sockperf", "iperf3", "trafgen", "dpdk-testpmd", "nft", "bpftool", "qemu-system-x86_64"):
+        assert name in found, f"the scan no longer sees {name}"
+
+
+def test_every_program_named_is_in_the_table():
+    unknown = {name: sorted(files) for name, files in programs_named().items()
+               if name not in PACKAGES and name not in TARGET_ONLY and name not in BUILT}
+    assert not unknown, ("programs run by the collection or its tests with no Debian package in "
+                         f"tests/unit/test_apt_requirements.py PACKAGES: {unknown}")
+
+
+@pytest.mark.parametrize("program", sorted(set(PACKAGES)))
+def test_package_is_in_the_base_image_or_requirements(program):
+    package = PACKAGES[program]
+    assert package in installed_packages(), (
+        f"{program!r} comes from the Debian package {package!r}, which is neither in the base image "
+        "nor in requirements-apt.txt: a fresh machine does not have it")
+
+
+def test_indirect_programs_are_in_the_table():
+    assert set(INDIRECT) <= set(PACKAGES)
+
+
+def test_the_check_fails_for_a_missing_package(monkeypatch):
+    # The same rule, fed a requirements file without sockperf: it must go red.
+    monkeypatch.setitem(PACKAGES, "sockperf", "sockperf-not-in-any-list")
+    with pytest.raises(AssertionError, match="sockperf-not-in-any-list"):
+        test_package_is_in_the_base_image_or_requirements("sockperf")
+
+
+def test_the_copy_of_the_base_image_list_is_current():
+    if not SHARED_BASE_IMAGE.exists():
+        pytest.skip("no shared base image list beside this checkout (only the project's copy)")
+    assert _package_list(SHARED_BASE_IMAGE) == _package_list(BASE_IMAGE)
+
+
+def _dpkg_owner(path: str) -> str | None:
+    # The name on PATH first: dpkg knows a symlink by the package that ships the link.
+    for candidate in (path, re.sub(r"^/usr(?=/s?bin/)", "", path), os.path.realpath(path)):
+        proc = subprocess.run(["dpkg-query", "-S", candidate], capture_output=True, text=True,  # noqa: S603, S607
+                              env=dict(os.environ, LC_ALL="C"), check=False)
+        if proc.returncode == 0:
+            return proc.stdout.split(":")[0].strip()
+    return None
+
+
+@pytest.mark.skipif(shutil.which("dpkg-query") is None, reason="not a Debian system: no dpkg-query")
+@pytest.mark.parametrize("program", sorted(set(PACKAGES) | set(TARGET_ONLY)))
+def test_table_matches_dpkg(program):
+    path = shutil.which(program)
+    if path is None:
+        # Not installed here: the requirement test above covers controller programs.
+        assert program in TARGET_ONLY, f"{program!r} is not installed although its package is required"
+        return
+    owner = _dpkg_owner(path)
+    expected = PACKAGES.get(program) or TARGET_ONLY[program]
+    assert owner is not None and owner.split(",")[0].split(":")[0] == expected, (
+        f"{program} ({path}) is shipped by {owner!r}, the table says {expected!r}")

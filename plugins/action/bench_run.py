@@ -39,7 +39,12 @@ from ansible_collections.xdplab.testbed.plugins.module_utils._record import (
     write_json_atomic,
 )
 from ansible_collections.xdplab.testbed.plugins.module_utils._sampling import SamplingError, bound_label, find_bursts
-from ansible_collections.xdplab.testbed.plugins.module_utils._tools import CLIENT_TOOLS, client_argv, server_argv
+from ansible_collections.xdplab.testbed.plugins.module_utils._tools import (
+    CLIENT_TOOLS,
+    client_argv,
+    interrupt_after,
+    server_argv,
+)
 
 MODULE = "xdplab.testbed.bench_run"
 SAMPLER = "xdplab.testbed.bench_sample"
@@ -51,6 +56,9 @@ SAMPLER_SLACK = 8.0
 PLUMBING = ("dst_mac", "src_mac")
 # The sampler gives up when the counter has not moved for lead + gap + this many seconds.
 STALL_MARGIN = 4.0
+# A tool stopped after its own readiness sign (testpmd) may take this long to start on a loaded
+# machine: allowed per repetition in the sampler's limits, never inside the measured window.
+STARTUP_ALLOWANCE = 30.0
 
 
 def check_generator_params(tool: str, params: dict) -> None:
@@ -260,7 +268,8 @@ class ActionModule(ActionBase):
     def _continuous(self, args, module_args, reps, params, task_vars):
         window = float(params.get("duration") or 0) or float(args.get("timeout", 120)) / 2
         lead = float(args.get("lead", 1.0))
-        max_duration = lead + reps * (window + float(args.get("gap", 0.6))) + SAMPLER_SLACK
+        startup = STARTUP_ALLOWANCE if interrupt_after(args.get("tool", "xdpgen"), params) else 0.0
+        max_duration = lead + reps * (window + float(args.get("gap", 0.6)) + startup) + SAMPLER_SLACK
         holder: dict = {}
 
         def sampler():
@@ -268,7 +277,7 @@ class ActionModule(ActionBase):
                 holder["res"] = self._run_on_host(args["dut"], SAMPLER, self._sampler_args(
                     args, interval=float(args.get("sample_interval", 0.1)), bursts=reps,
                     idle=min(0.3, max(0.15, float(args.get("gap", 0.6)) / 2)), max_duration=max_duration,
-                    stall=lead + float(args.get("gap", 0.6)) + STALL_MARGIN), task_vars)
+                    stall=lead + float(args.get("gap", 0.6)) + STALL_MARGIN + startup), task_vars)
             except Exception as exc:  # noqa: BLE001 - reported as this point's failure below
                 holder["res"] = {"failed": True, "msg": f"DUT sampler on {args['dut']!r}: {exc}",
                                  "exception": traceback.format_exc()}

@@ -18,6 +18,7 @@ from __future__ import annotations
 import math
 import re
 import shlex
+from dataclasses import dataclass
 from typing import Any
 
 from ansible_collections.xdplab.testbed.plugins.module_utils._generators import (
@@ -192,8 +193,8 @@ def iperf3_argv(params: dict) -> list[str]:
 def testpmd_argv(params: dict) -> list[str]:
     """DPDK testpmd (Debian: dpdk-dev), txonly over a net_af_xdp vdev on `interface`.
 
-    testpmd has no time limit of its own: bench_run stops it with SIGINT after `duration`
-    (:func:`interrupt_after`); it then prints its final statistics. Port statistics every second,
+    testpmd has no time limit of its own: bench_run stops it with SIGINT `duration` seconds after
+    it reports forwarding (:func:`interrupt_after`); it then prints its final statistics. Port statistics every second,
     the parser reads the last full-second Tx-pps. Without `hugepages: true` it runs on ordinary
     memory (`--no-huge`, 1 GiB, a small mbuf pool), which is what a VM without hugepages has.
     """
@@ -220,15 +221,29 @@ def testpmd_argv(params: dict) -> list[str]:
     return argv
 
 
-# testpmd's EAL and port start-up before forwarding begins (about 1 s here, more on a loaded
-# machine), allowed on top of `duration`.
-TESTPMD_STARTUP_S = 3.0
+@dataclass(frozen=True)
+class Interrupt:
+    """How to end a tool that has no time limit of its own (testpmd).
+
+    The tool runs until its own output matches `ready` (its sign that packets are flowing), then
+    for `window` seconds, then gets SIGINT and prints its final statistics. Waiting for the sign,
+    rather than allowing a fixed start-up time, keeps the window whole on a loaded machine, where
+    EAL and port start-up can take longer than the window itself.
+    """
+
+    ready: re.Pattern
+    window: float
 
 
-def interrupt_after(tool: str, params: dict) -> float | None:
-    """Seconds after which `tool` is stopped with SIGINT because it has no time limit of its own."""
-    if tool == "testpmd":
-        return _seconds("duration", params.get("duration", 5)) + TESTPMD_STARTUP_S
+# testpmd prints "<mode> packet forwarding - ports=N - cores=N ..." once its forwarding lcores run
+# (after "start packet forwarding", with --auto-start).
+_READY = {"testpmd": re.compile(r"^\w+ packet forwarding - ports=\d+", re.MULTILINE)}
+
+
+def interrupt_after(tool: str, params: dict) -> Interrupt | None:
+    """The readiness sign and window of `tool` when it must be stopped with SIGINT, else None."""
+    if tool in _READY:
+        return Interrupt(_READY[tool], _seconds("duration", params.get("duration", 5)))
     return None
 
 

@@ -192,8 +192,10 @@ runs:
 """
 
 import os
+import signal
 import subprocess
 import tempfile
+import threading
 import time
 import traceback
 
@@ -209,6 +211,7 @@ from ansible_collections.xdplab.testbed.plugins.module_utils._generators import 
 from ansible_collections.xdplab.testbed.plugins.module_utils._parsers import ParseError, parse
 from ansible_collections.xdplab.testbed.plugins.module_utils._tools import (
     CLIENT_TOOLS,
+    Interrupt,
     client_argv,
     interrupt_after,
     parse_info,
@@ -235,21 +238,76 @@ def build_argv(module: AnsibleModule, conf_dir: str) -> tuple[list[str], str]:
     if not binary or not os.access(binary, os.X_OK):
         module.fail_json(msg=f"generator {argv[0]!r} not found (binary={p['binary']!r}); "
                              "build it with the xdplab.testbed.generator role")
-    argv = [binary, *argv[1:]]
-    stop = interrupt_after(p["tool"], p["params"])
-    if stop is not None:  # a tool without a time limit: SIGINT after the window, its exit status kept
-        argv = [module.get_bin_path("timeout", required=True), "--preserve-status", "-s", "INT", str(stop), *argv]
-    return argv, tool
+    return [binary, *argv[1:]], tool
 
 
-def run_once(module: AnsibleModule, argv: list[str], parser: str, timeout: float) -> dict:
+def run_interrupted(module: AnsibleModule, argv: list[str], stop: Interrupt, timeout: float,
+                    env: dict) -> subprocess.CompletedProcess:
+    """Run a tool without a time limit of its own: wait for its readiness sign on stdout, let it
+    run `stop.window` seconds more, then SIGINT it so that it prints its final statistics.
+
+    The whole run, start-up included, is bounded by `timeout`; a tool that never shows the sign
+    is killed and the failure names it with what it printed.
+    """
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,  # noqa: S603
+                            env=env, start_new_session=True)
+    out: list[str] = []
+    ready = threading.Event()
+
+    def read_stdout() -> None:
+        for line in proc.stdout:
+            out.append(line)
+            if not ready.is_set() and stop.ready.search(line):
+                ready.set()
+
+    err: list[str] = []
+    readers = [threading.Thread(target=read_stdout, daemon=True),
+               threading.Thread(target=lambda: err.extend(proc.stderr), daemon=True)]
+    for reader in readers:
+        reader.start()
+    deadline = time.monotonic() + timeout
+    try:
+        while not ready.wait(0.05):
+            if proc.poll() is not None or time.monotonic() > deadline:
+                break
+        if ready.is_set():
+            time.sleep(max(0.0, min(stop.window, deadline - time.monotonic())))
+        started = ready.is_set()
+        if proc.poll() is None:
+            proc.send_signal(signal.SIGINT)
+        try:
+            proc.wait(max(1.0, min(10.0, deadline - time.monotonic())))
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        for reader in readers:
+            reader.join(5)
+    stdout, stderr = "".join(out), "".join(err)
+    if not started:
+        what = "exited" if proc.returncode not in (None, -signal.SIGKILL, -signal.SIGINT) else "did not start"
+        module.fail_json(msg=f"{os.path.basename(argv[0])} {what} before its sign of forwarding "
+                             f"({stop.ready.pattern!r}) within {timeout} s",
+                         cmd=argv, rc=proc.returncode, stdout=stdout, stderr=stderr)
+    return subprocess.CompletedProcess(argv, proc.returncode, stdout, stderr)
+
+
+def run_once(module: AnsibleModule, argv: list[str], parser: str, timeout: float,
+             stop: Interrupt | None = None) -> dict:
     env = dict(os.environ, LC_ALL="C")
     cpu0, t0, wall0 = read_proc_stat(), time.monotonic(), time.time()
-    try:
-        proc = subprocess.run(argv, capture_output=True, text=True, timeout=timeout, env=env, check=False)  # noqa: S603
-    except subprocess.TimeoutExpired as exc:
-        module.fail_json(msg=f"{argv[0]} did not finish within {timeout} s and was killed", cmd=argv,
-                         stdout=exc.stdout or "", stderr=exc.stderr or "")
+    if stop is not None:
+        proc = run_interrupted(module, argv, stop, timeout, env)
+    else:
+        try:
+            proc = subprocess.run(argv, capture_output=True, text=True, timeout=timeout, env=env,  # noqa: S603
+                                  check=False)
+        except subprocess.TimeoutExpired as exc:
+            module.fail_json(msg=f"{argv[0]} did not finish within {timeout} s and was killed", cmd=argv,
+                             stdout=exc.stdout or "", stderr=exc.stderr or "")
     elapsed = time.monotonic() - t0
     cpu = cpu_shares(cpu0, read_proc_stat(), os.cpu_count() or 1)
     if proc.returncode != 0:
@@ -283,10 +341,11 @@ def main() -> None:
     try:
         with tempfile.TemporaryDirectory(prefix="xdplab-gen-") as conf_dir:
             argv, parser = build_argv(module, conf_dir)
+            stop = interrupt_after(p["tool"], p["params"]) if p["tool"] != "command" else None
             for i in range(p["repetitions"]):
                 if i:
                     time.sleep(p["gap"])
-                runs.append(run_once(module, argv, parser, p["timeout"]))
+                runs.append(run_once(module, argv, parser, p["timeout"], stop))
     except GeneratorParamError as exc:
         module.fail_json(msg=str(exc), params=p["params"])
     except Exception as exc:  # noqa: BLE001 - one top-level handler, reported with traceback

@@ -59,7 +59,7 @@ def env_facts(ns, *args):
     return cp
 
 
-def test_h4_env_facts_live_veth_xdp(netns_xdp):
+def test_env_facts_live_veth_xdp(netns_xdp):
     cp = env_facts(netns_xdp, "-a", "interfaces=h4e0,h4e1")
     assert cp.returncode == 0, cp.stdout + cp.stderr
     # profile_tasks (ansible.cfg) prints a timing line before the JSON document
@@ -76,7 +76,7 @@ def test_h4_env_facts_live_veth_xdp(netns_xdp):
     assert "h4e1" not in env.get("xdp", {})
 
 
-def test_h4_env_facts_unknown_interface_fails(netns_xdp):
+def test_env_facts_unknown_interface_fails(netns_xdp):
     cp = env_facts(netns_xdp, "-a", "interfaces=nosuch0")
     assert cp.returncode != 0
     assert "interface 'nosuch0' does not exist" in cp.stdout

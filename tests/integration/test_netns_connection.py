@@ -112,7 +112,7 @@ def played(bed):
     return run(bed)
 
 
-def test_h3_tasks_run_inside_the_namespace(bed, played):
+def test_tasks_run_inside_the_namespace(bed, played):
     proc, out = played
     res, stats = out["results"], out["stats"]
     assert stats["hosta"]["failures"] == 0 and stats["hostb"]["failures"] == 0, proc.stdout[-4000:]
@@ -133,7 +133,7 @@ def test_h3_tasks_run_inside_the_namespace(bed, played):
     assert res["Copy"]["hosta"]["changed"] is True
 
 
-def test_h3_missing_namespace_is_unreachable_naming_it(bed, played):
+def test_missing_namespace_is_unreachable_naming_it(bed, played):
     proc, out = played
     assert proc.returncode != 0
     assert out["stats"]["hostgone"]["unreachable"] == 1

@@ -124,7 +124,7 @@ def udp_across(src_ns: str, dst_ns: str, dst_ip: str) -> str:
 # ----------------------------------------------------------------------- tests
 
 
-def test_h3_lifecycle_check_create_idempotent_drift_absent(names):
+def test_lifecycle_check_create_idempotent_drift_absent(names):
     args = spec(names)
     gen, dut, sink = names["gen"], names["dut"], names["sink"]
 
@@ -194,7 +194,7 @@ def test_h3_lifecycle_check_create_idempotent_drift_absent(names):
     assert run_module(absent)["changed"] is False
 
 
-def test_h3_veth_ends_never_appear_in_the_root_namespace(names):
+def test_veth_ends_never_appear_in_the_root_namespace(names):
     """Unique interface names: if an end were created in the root namespace and moved, or left there on
     failure, the root namespace would show it."""
     gen, dut = names["gen"], names["dut"]
@@ -208,7 +208,7 @@ def test_h3_veth_ends_never_appear_in_the_root_namespace(names):
     assert ours_in_netns_list() == []
 
 
-def test_h3_absent_removes_exactly_what_it_was_given(names):
+def test_absent_removes_exactly_what_it_was_given(names):
     args = spec(names)
     assert run_module(args)["rc"] == 0
     only_sink = run_module({"namespaces": [names["sink"]], "state": "absent"})
@@ -226,7 +226,7 @@ def test_h3_absent_removes_exactly_what_it_was_given(names):
     assert run_module(link_only)["changed"] is False
 
 
-def test_h3_wrong_peer_is_repaired(names):
+def test_wrong_peer_is_repaired(names):
     args = spec(names)
     gen, dut, sink = names["gen"], names["dut"], names["sink"]
     assert run_module(args)["rc"] == 0
@@ -288,7 +288,7 @@ BAD_CASES = ["ifname_too_long", "ifname_slash", "ifname_space", "netns_too_long"
 
 
 @pytest.mark.parametrize("case", BAD_CASES)
-def test_h3_bad_input_fails_naming_the_value_and_creates_nothing(names, case):
+def test_bad_input_fails_naming_the_value_and_creates_nothing(names, case):
     args, needle = _bad(names, case)
     before_root = ours_in_root_links({"veth0", "veth1"})
     out = run_module(args)
@@ -298,7 +298,7 @@ def test_h3_bad_input_fails_naming_the_value_and_creates_nothing(names, case):
     assert ours_in_root_links({"veth0", "veth1"}) == before_root
 
 
-def test_h3_kernel_failure_halfway_rolls_back(names):
+def test_kernel_failure_halfway_rolls_back(names):
     """A sysctl key that passes validation but does not exist fails after namespaces and pairs were made:
     the error names it and every namespace and veth this run created is gone."""
     args = spec(names)
@@ -309,7 +309,7 @@ def test_h3_kernel_failure_halfway_rolls_back(names):
     assert ours_in_netns_list() == []
 
 
-def test_h3_rollback_keeps_what_existed_before(names):
+def test_rollback_keeps_what_existed_before(names):
     """Namespaces that existed before the failing run are kept; only the run's own creations go."""
     gen, dut = names["gen"], names["dut"]
     subprocess.run(["ip", "netns", "add", gen], check=True)
@@ -370,7 +370,7 @@ ROLE_PLAY = """
 """
 
 
-def test_h3_role_build_idempotent_teardown():
+def test_role_build_idempotent_teardown():
     prefix = f"{TAG}r{next(_seq)}-"
     play = ROLE_PLAY.format(prefix=prefix)
     expected = sorted(prefix + h for h in ("gen", "dut", "sink"))
@@ -414,7 +414,7 @@ def test_h3_role_build_idempotent_teardown():
             os.rmdir(f"/run/xdplab/{prefix}bpffs")
 
 
-def test_h3_role_undefined_host_is_named_and_nothing_is_created():
+def test_role_undefined_host_is_named_and_nothing_is_created():
     prefix = f"{TAG}u{next(_seq)}-"
     play = ROLE_PLAY.format(prefix=prefix)
     links = json.dumps([{"name": "gen-dut", "a": {"host": "gen", "ifname": "veth0"},
@@ -426,7 +426,7 @@ def test_h3_role_undefined_host_is_named_and_nothing_is_created():
     assert ledger_entries(prefix) == [], "the ledger records namespaces that were never created"
 
 
-def test_h3_role_namespace_name_too_long_is_named():
+def test_role_namespace_name_too_long_is_named():
     prefix = f"{TAG}l{next(_seq)}-" + "p" * 30
     proc = run_playbook(ROLE_PLAY.format(prefix=prefix))
     assert proc.returncode != 0

@@ -34,7 +34,7 @@ def put(run_dir, r):
     return write_json_atomic(str(run_dir / record_filename(r["scenario"], r["variant"], r["params"])), r)
 
 
-def test_h4_compare_faster_significant():
+def test_compare_faster_significant():
     b = rec(samples=[5.00e6, 5.01e6, 4.99e6, 5.00e6])
     c = rec(variant="patched", samples=[5.20e6, 5.21e6, 5.19e6, 5.20e6], env=ENV_B)
     out = compare_records(b, c)
@@ -48,7 +48,7 @@ def test_h4_compare_faster_significant():
     assert out["verdict"].startswith("-7.69 ns/packet (faster)")
 
 
-def test_h4_compare_overlapping_not_significant():
+def test_compare_overlapping_not_significant():
     b = rec(samples=[5.0e6, 5.3e6, 4.8e6])
     c = rec(variant="patched", samples=[5.05e6, 4.85e6, 5.25e6])
     out = compare_records(b, c)
@@ -56,7 +56,7 @@ def test_h4_compare_overlapping_not_significant():
     assert out["significant"] is False
 
 
-def test_h4_compare_n1_is_no_interval_never_significant():
+def test_compare_n1_is_no_interval_never_significant():
     out = compare_records(rec(samples=[5e6]), rec(variant="patched", samples=[6e6]))
     assert out["ci95_ns"] is None and out["significant"] is False
     assert out["note"] == "n=1, no interval"
@@ -64,7 +64,7 @@ def test_h4_compare_n1_is_no_interval_never_significant():
     assert out["delta_ns_per_packet"] == pytest.approx(1e9 / 6e6 - 200.0)
 
 
-def test_h4_load_and_match_dirs(tmp_path):
+def test_load_and_match_dirs(tmp_path):
     for pkt in (64, 128):
         put(tmp_path / "runA", rec(params={"pkt_size": pkt}))
         put(tmp_path / "runB", rec(variant="patched", params={"pkt_size": pkt}, env=ENV_B))
@@ -78,7 +78,7 @@ def test_h4_load_and_match_dirs(tmp_path):
                                                                             {"pkt_size": 1500}))}]
 
 
-def test_h4_match_variants_in_one_dir(tmp_path):
+def test_match_variants_in_one_dir(tmp_path):
     put(tmp_path / "run", rec())
     put(tmp_path / "run", rec(variant="patched"))
     recs = load_results(str(tmp_path / "run"))
@@ -88,7 +88,7 @@ def test_h4_match_variants_in_one_dir(tmp_path):
         match(recs, recs)
 
 
-def test_h4_nothing_matchable(tmp_path):
+def test_nothing_matchable(tmp_path):
     put(tmp_path / "a", rec(scenario="xdp_drop"))
     put(tmp_path / "a", rec(scenario="xdp_drop", params={"pkt_size": 128}))
     put(tmp_path / "b", rec(scenario="xdp_tx", variant="patched"))
@@ -97,7 +97,7 @@ def test_h4_nothing_matchable(tmp_path):
         match(load_results(str(tmp_path / "a")), load_results(str(tmp_path / "b")))
 
 
-def test_h4_ambiguous_records_named(tmp_path):
+def test_ambiguous_records_named(tmp_path):
     put(tmp_path / "r1", rec())
     put(tmp_path / "r2", rec())
     put(tmp_path / "c", rec(variant="patched"))
@@ -113,7 +113,7 @@ def test_h4_ambiguous_records_named(tmp_path):
     (lambda r: r.pop("scenario"), "record has no 'scenario'"),
     (lambda r: r.update(unit="bps"), "unit 'bps' is not 'pps'"),
 ])
-def test_h4_bad_records_named_by_path(tmp_path, mutate, needle):
+def test_bad_records_named_by_path(tmp_path, mutate, needle):
     r = rec()
     mutate(r)
     path = tmp_path / "run" / "bad.json"
@@ -124,14 +124,14 @@ def test_h4_bad_records_named_by_path(tmp_path, mutate, needle):
     assert str(path) in str(exc.value)
 
 
-def test_h4_nan_in_json_refused(tmp_path):
+def test_nan_in_json_refused(tmp_path):
     path = tmp_path / "nan.json"
     path.write_text(json.dumps(rec()).replace("5000000.0", "NaN", 1))
     with pytest.raises(RecordError, match="nan.json.*(not valid JSON|not a finite)"):
         load_results(str(path))
 
 
-def test_h4_empty_and_incomplete_dirs(tmp_path):
+def test_empty_and_incomplete_dirs(tmp_path):
     (tmp_path / "empty").mkdir()
     with pytest.raises(RecordError, match="no result records"):
         load_results(str(tmp_path / "empty"))
@@ -143,7 +143,7 @@ def test_h4_empty_and_incomplete_dirs(tmp_path):
     assert flagged[0]["incomplete"] is True
 
 
-def test_h4_stored_summary_not_trusted(tmp_path):
+def test_stored_summary_not_trusted(tmp_path):
     r = rec(samples=[4e6, 4e6])
     r["summary"]["mean"] = 9e9
     put(tmp_path / "run", r)
@@ -151,7 +151,7 @@ def test_h4_stored_summary_not_trusted(tmp_path):
     assert loaded["summary"]["mean"] == 4e6
 
 
-def test_h4_sweep_rows_and_deltas():
+def test_sweep_rows_and_deltas():
     recs = [rec(params={"pkt_size": s}, samples=[p, p]) for s, p in ((1500, 1e6), (64, 5e6), (512, 4e6))]
     (t,) = sweep_tables(recs)
     assert t["varying"] == ["pkt_size"]
@@ -165,7 +165,7 @@ def test_h4_sweep_rows_and_deltas():
     assert [r["n"] for r in rows] == [2, 2, 2]
 
 
-def test_h4_noise_aa_and_repetitions():
+def test_noise_aa_and_repetitions():
     rng = random.Random(42)
     recs = [rec(samples=[rng.gauss(5e6, 2.5e4) for _ in range(5)], run_id=f"r{i}") for i in range(30)]
     nz = noise(recs)

@@ -49,7 +49,7 @@ def vm_root(tmp_path):
     return tmp_path
 
 
-def test_h4_host_facts_from_vm_tree(vm_root):
+def test_host_facts_from_vm_tree(vm_root):
     facts, warnings = ef.gather(["veth0"], root=str(vm_root), live=False)
     assert facts["cpu_model"] == "AMD EPYC"
     assert facts["cpu_mhz"] == pytest.approx(2596.142)
@@ -68,7 +68,7 @@ def test_h4_host_facts_from_vm_tree(vm_root):
     assert warnings == []
 
 
-def test_h4_boot_config_fallback_and_patches(vm_root):
+def test_boot_config_fallback_and_patches(vm_root):
     (vm_root / "proc/config.gz").unlink()
     write(vm_root, "/boot/config-6.18.44-fc-v669", "CONFIG_X=y\n")
     series = [{"subject": "net: pktgen: add foo", "patch_id": "0123abcd"}]
@@ -79,20 +79,20 @@ def test_h4_boot_config_fallback_and_patches(vm_root):
     assert facts["kernel_patches"] == series
 
 
-def test_h4_no_config_anywhere_is_absent(vm_root):
+def test_no_config_anywhere_is_absent(vm_root):
     (vm_root / "proc/config.gz").unlink()
     facts, _ = ef.gather([], root=str(vm_root), live=False)
     assert "kernel_config_sha256" not in facts
 
 
-def test_h4_bad_patches_file_warns_and_omits(vm_root):
+def test_bad_patches_file_warns_and_omits(vm_root):
     write(vm_root, "/etc/xdplab/kernel-series.json", "{not json")
     facts, warnings = ef.gather([], root=str(vm_root), live=False)
     assert "kernel_patches" not in facts
     assert any("kernel-series.json is not valid JSON" in w for w in warnings)
 
 
-def test_h4_governor_tuned_netfilter_irqs(vm_root):
+def test_governor_tuned_netfilter_irqs(vm_root):
     for cpu, gov in (("cpu0", "performance"), ("cpu1", "performance")):
         write(vm_root, f"/sys/devices/system/cpu/{cpu}/cpufreq/scaling_governor", gov + "\n")
     write(vm_root, "/etc/tuned/active_profile", "network-latency\n")
@@ -110,19 +110,19 @@ def test_h4_governor_tuned_netfilter_irqs(vm_root):
     assert facts["irq_affinity"] == {"eth0": {"41": "0", "42": "1"}}
 
 
-def test_h4_mixed_governors_per_cpu(vm_root):
+def test_mixed_governors_per_cpu(vm_root):
     write(vm_root, "/sys/devices/system/cpu/cpu0/cpufreq/scaling_governor", "performance\n")
     write(vm_root, "/sys/devices/system/cpu/cpu1/cpufreq/scaling_governor", "powersave\n")
     facts, _ = ef.gather([], root=str(vm_root), live=False)
     assert facts["governor"] == {"cpu0": "performance", "cpu1": "powersave"}
 
 
-def test_h4_unknown_interface_named(vm_root):
+def test_unknown_interface_named(vm_root):
     with pytest.raises(ValueError, match="interface 'nosuch0' does not exist"):
         ef.gather(["nosuch0"], root=str(vm_root), live=False)
 
 
-def test_h4_reader_failures_become_warnings(vm_root):
+def test_reader_failures_become_warnings(vm_root):
     r = ef.SystemReader(str(vm_root))
 
     def boom(_):
@@ -135,16 +135,16 @@ def test_h4_reader_failures_become_warnings(vm_root):
 
 
 @pytest.mark.parametrize("text,expected", [("0-3,8,10-11", [0, 1, 2, 3, 8, 10, 11]), ("0", [0]), ("", [])])
-def test_h4_parse_cpu_list(text, expected):
+def test_parse_cpu_list(text, expected):
     assert ef.parse_cpu_list(text) == expected
 
 
-def test_h4_parse_cpu_list_bad():
+def test_parse_cpu_list_bad():
     with pytest.raises(ValueError, match="bad CPU list '0-x'"):
         ef.parse_cpu_list("0-x")
 
 
-def test_h4_fingerprint_diff():
+def test_fingerprint_diff():
     a = {"kernel": "6.18.44", "cpu_model": "AMD EPYC", "ethtool": {"eth0": {"ring": {"rx": 512}}},
          "generator": {"kernel": "6.18.44"}}
     b = {"kernel": "6.18.44+patched", "cpu_model": "AMD EPYC", "ethtool": {"eth0": {"ring": {"rx": 1024}}},

@@ -43,7 +43,7 @@ def fake_run(monkeypatch):
     return FakePopen.calls
 
 
-def test_h3_command_runs_under_ip_netns_exec(fake_run):
+def test_command_runs_under_ip_netns_exec(fake_run):
     conn = make(netns="h3-dut", ip_executable="/usr/sbin/ip")
     rc, out, err = conn.exec_command("echo 'a b' && ip -j link")
     assert (rc, out) == (0, b"out")
@@ -55,13 +55,13 @@ def test_h3_command_runs_under_ip_netns_exec(fake_run):
     assert words[6] == "echo 'a b' && ip -j link"  # quoted as one argument, unchanged
 
 
-def test_h3_netns_option_wins_else_the_host_name(fake_run):
+def test_netns_option_wins_else_the_host_name(fake_run):
     make(remote_addr="h3-host", netns="h3-option", ip_executable="/bin/ip").exec_command("true")
     make(remote_addr="h3-host", ip_executable="/bin/ip").exec_command("true")
     assert [shlex.split(argv)[3] for argv, _ in fake_run] == ["h3-option", "h3-host"]
 
 
-def test_h3_missing_namespace_is_unreachable_and_named(fake_run):
+def test_missing_namespace_is_unreachable_and_named(fake_run):
     conn = make(netns="xdplab-nosuch")
     with pytest.raises(AnsibleConnectionFailure) as err:
         conn.exec_command("true")
@@ -70,7 +70,7 @@ def test_h3_missing_namespace_is_unreachable_and_named(fake_run):
 
 
 @pytest.mark.parametrize("bad", ["../etc", "a/b", "-rf", "x" * 33, "sp ace"])
-def test_h3_bad_namespace_name_is_refused_before_running_anything(fake_run, bad):
+def test_bad_namespace_name_is_refused_before_running_anything(fake_run, bad):
     with pytest.raises(AnsibleConnectionFailure) as err:
         make(netns=bad).exec_command("true")
     assert repr(bad) in str(err.value)

@@ -25,7 +25,7 @@ def load(rel: str) -> str:
 
 
 # ------------------------------------------------------------------ pktgen
-def test_h4_pktgen_device_file_from_kernel_docs():
+def test_pktgen_device_file_from_kernel_docs():
     r = parse("pktgen", load("pktgen/rst_device_eth4.txt"))
     assert r["pps"] == 6480562.0
     assert r["packets"] == 100000
@@ -38,7 +38,7 @@ def test_h4_pktgen_device_file_from_kernel_docs():
     assert dev["mbps"] == 3110 and dev["bps"] == 3110669760
 
 
-def test_h4_pktgen_four_threads_sum():
+def test_pktgen_four_threads_sum():
     r = parse("pktgen", load("pktgen/sample02_4threads.txt"))
     assert [d["device"] for d in r["devices"]] == [f"enp1s0f0@{i}" for i in range(4)]
     assert [d["thread"] for d in r["devices"]] == [0, 1, 2, 3]
@@ -49,24 +49,24 @@ def test_h4_pktgen_four_threads_sum():
         assert d["pps"] == pytest.approx(d["packets"] / (d["usec"] / 1e6), rel=1e-6)
 
 
-def test_h4_pktgen_thread_file_is_not_a_rate():
+def test_pktgen_thread_file_is_not_a_rate():
     with pytest.raises(ParseError, match="no finished run.*add_device=eth4@0"):
         parse("pktgen", load("pktgen/rst_thread_kpktgend_0.txt"))
 
 
-def test_h4_pktgen_truncated_rate_line():
+def test_pktgen_truncated_rate_line():
     text = load("pktgen/rst_device_eth4.txt").rsplit("\n", 2)[0] + "\n"
     assert "pps" not in text.splitlines()[-1]
     with pytest.raises(ParseError, match="truncated result for device eth4@0"):
         parse("pktgen", text)
 
 
-def test_h4_pktgen_idle_device():
+def test_pktgen_idle_device():
     with pytest.raises(ParseError, match="Result: Idle"):
         parse("pktgen", "Params: count 0\nCurrent:\n     pkts-sofar: 0  errors: 0\nResult: Idle\n")
 
 
-def test_h4_pktgen_zero_packets_refused():
+def test_pktgen_zero_packets_refused():
     text = ("Device: veth0@0\nResult: OK: 100(c100+d0) usec, 0 (60byte,0frags)\n"
             "  0pps 0Mb/sec (0bps) errors: 0\n")
     with pytest.raises(ParseError, match="not a usable rate"):
@@ -74,7 +74,7 @@ def test_h4_pktgen_zero_packets_refused():
 
 
 # ------------------------------------------------------------------ xskgen
-def test_h4_xskgen_lines_from_source_format():
+def test_xskgen_lines_from_source_format():
     r = parse("xskgen", load("xskgen/format_from_source.txt"))
     assert r["packets"] == 11_900_000
     assert r["seconds"] == pytest.approx(2.0)
@@ -83,13 +83,13 @@ def test_h4_xskgen_lines_from_source_format():
     assert len(r["intervals"]) == 2
 
 
-def test_h4_xskgen_truncated():
+def test_xskgen_truncated():
     with pytest.raises(ParseError, match="truncated"):
         parse("xskgen", "sent 6000000 packets 3072000000 bits, took 1.0")
 
 
 # ------------------------------------------------------------------ trafgen
-def test_h4_trafgen_one_cpu_real():
+def test_trafgen_one_cpu_real():
     r = parse("trafgen", load("trafgen_h4/trafgen_1cpu_n200000.txt"))
     assert r["packets"] == 200000
     assert r["bytes"] == 12000000
@@ -98,19 +98,19 @@ def test_h4_trafgen_one_cpu_real():
     assert r["pps"] == pytest.approx(200000 / 0.631072)
 
 
-def test_h4_trafgen_two_cpus_real_sum_of_rates():
+def test_trafgen_two_cpus_real_sum_of_rates():
     r = parse("trafgen", load("trafgen_h4/trafgen_2cpus_n200000.txt"))
     assert [c["cpu"] for c in r["per_cpu"]] == [0, 1]
     assert r["pps"] == pytest.approx(100000 / 0.333245 + 100000 / 0.394708)
 
 
-def test_h4_trafgen_sigint_real():
+def test_trafgen_sigint_real():
     r = parse("trafgen", load("trafgen_h4/trafgen_1cpu_sigint.txt"))
     assert r["packets"] == 732416
     assert r["pps"] == pytest.approx(732416 / 1.959879)
 
 
-def test_h4_trafgen_truncated_real_prefix():
+def test_trafgen_truncated_real_prefix():
     text = load("trafgen_h4/trafgen_1cpu_n200000.txt")
     cut = text[: text.index("packets outgoing") - 20]
     with pytest.raises(ParseError, match="truncated output"):
@@ -127,13 +127,13 @@ def test_trafgen_captures_exist():
 
 
 @pytest.mark.parametrize("path", _h2_trafgen_captures())
-def test_h4_trafgen_h2_captures(path):
+def test_trafgen_h2_captures(path):
     r = parse("trafgen", path.read_text())
     assert r["pps"] > 0 and r["packets"] > 0
 
 
 # ------------------------------------------------------------------ sockperf
-def test_h4_sockperf_tp_udp_real():
+def test_sockperf_tp_udp_real():
     r = parse("sockperf", load("sockperf/sockperf_tp_udp_64.txt"))
     assert r["mode"] == "tp"
     assert r["pps"] == 91849.0
@@ -141,12 +141,12 @@ def test_h4_sockperf_tp_udp_real():
     assert r["mbps"] == pytest.approx(44.848)
 
 
-def test_h4_sockperf_tp_tcp_real():
+def test_sockperf_tp_tcp_real():
     r = parse("sockperf", load("sockperf/sockperf_tp_tcp_1024.txt"))
     assert r["pps"] == 138683.0 and r["mbytes_per_s"] == pytest.approx(135.433)
 
 
-def test_h4_sockperf_pp_udp_real():
+def test_sockperf_pp_udp_real():
     r = parse("sockperf", load("sockperf/sockperf_pp_udp_64.txt"))
     assert r["mode"] == "pp"
     assert r["received"] == 78237 and r["seconds"] == pytest.approx(1.552)
@@ -158,24 +158,24 @@ def test_h4_sockperf_pp_udp_real():
     assert r["dropped"] == 0
 
 
-def test_h4_sockperf_pp_tcp_real():
+def test_sockperf_pp_tcp_real():
     r = parse("sockperf", load("sockperf/sockperf_pp_tcp_64.txt"))
     assert r["mode"] == "pp" and r["sent"] == r["received"] == 76429
 
 
-def test_h4_sockperf_truncated_real_prefix():
+def test_sockperf_truncated_real_prefix():
     text = load("sockperf/sockperf_tp_udp_64.txt")
     with pytest.raises(ParseError, match="truncated output"):
         parse("sockperf", text[: text.index("Summary")])
 
 
-def test_h4_sockperf_error_reported():
+def test_sockperf_error_reported():
     with pytest.raises(ParseError, match="Failed to connect"):
         parse("sockperf", "sockperf: ERROR: Failed to connect to 198.18.0.2\n")
 
 
 # ------------------------------------------------------------------ iperf3
-def test_h4_iperf3_udp_real():
+def test_iperf3_udp_real():
     r = parse("iperf3", load("iperf3/iperf3_udp_64.json"))
     assert r["protocol"] == "UDP"
     assert r["packets_received"] == 164651 - 9916
@@ -184,7 +184,7 @@ def test_h4_iperf3_udp_real():
     assert r["blksize"] == 64
 
 
-def test_h4_iperf3_tcp_real_is_labelled_estimate():
+def test_iperf3_tcp_real_is_labelled_estimate():
     r = parse("iperf3", load("iperf3/iperf3_tcp.json"))
     assert r["protocol"] == "TCP"
     assert r["pps"] == pytest.approx(2442985419 / 32768 / 2.012108)
@@ -192,38 +192,38 @@ def test_h4_iperf3_tcp_real_is_labelled_estimate():
     assert r["retransmits"] == 4
 
 
-def test_h4_iperf3_truncated_json():
+def test_iperf3_truncated_json():
     text = load("iperf3/iperf3_tcp.json")
     with pytest.raises(ParseError, match="not complete JSON"):
         parse("iperf3", text[: len(text) // 2])
 
 
-def test_h4_iperf3_error_field():
+def test_iperf3_error_field():
     with pytest.raises(ParseError, match="unable to connect"):
         parse("iperf3", '{"start": {}, "intervals": [], "end": {}, '
                         '"error": "unable to connect to server: Connection refused"}')
 
 
 # ------------------------------------------------------------------ xdp-bench
-def test_h4_xdp_bench_terse_real():
+def test_xdp_bench_terse_real():
     r = parse("xdp-bench", load("xdp_bench/terse_tx_drop_redirect_fec.txt"))
     assert r["pps"] == pytest.approx((396868 + 396024) / 2)
     assert [iv["rx_pps"] for iv in r["intervals"]] == [396868, 396024]
     assert r["extended"] is False
 
 
-def test_h4_xdp_bench_old_err_column_real():
+def test_xdp_bench_old_err_column_real():
     r = parse("xdp-bench", load("xdp_bench/terse_drop_old_errs.txt"))
     assert r["pps"] == pytest.approx((684781 + 675746) / 2)
 
 
-def test_h4_xdp_bench_redirect_xmit_real():
+def test_xdp_bench_redirect_xmit_real():
     r = parse("xdp-bench", load("xdp_bench/terse_redirect_xmit.txt"))
     assert r["intervals"][0]["xmit_pps"] == 311208
     assert r["intervals"][0]["prefix"] == "eth0->eth0"
 
 
-def test_h4_xdp_bench_extended_real():
+def test_xdp_bench_extended_real():
     r = parse("xdp-bench", load("xdp_bench/extended_redirect_cpu.txt"))
     (iv,) = r["intervals"]
     assert r["extended"] is True
@@ -232,13 +232,13 @@ def test_h4_xdp_bench_extended_real():
     assert iv["per_cpu"] == [{"cpu": 6, "pps": 13803680, "drop_pps": 0, "error_pps": 0}]
 
 
-def test_h4_xdp_bench_stall_counts_zero_intervals_real():
+def test_xdp_bench_stall_counts_zero_intervals_real():
     r = parse("xdp-bench", load("xdp_bench/terse_tx_stalled_enetc.txt"))
     assert r["pps"] == pytest.approx(2046 / 4)
     assert r["zero_intervals"] == 3 and r["leading_zero_intervals"] == 0
 
 
-def test_h4_xdp_bench_leading_zero_intervals_skipped():
+def test_xdp_bench_leading_zero_intervals_skipped():
     text = ("Summary                         0 rx/s                  0 err,drop/s\n"
             "Summary                 1,000,000 rx/s                  0 err,drop/s\n"
             "Summary                 3,000,000 rx/s                  0 err,drop/s\n")
@@ -246,18 +246,18 @@ def test_h4_xdp_bench_leading_zero_intervals_skipped():
     assert r["pps"] == 2_000_000.0 and r["leading_zero_intervals"] == 1
 
 
-def test_h4_xdp_bench_all_zero_refused():
+def test_xdp_bench_all_zero_refused():
     with pytest.raises(ParseError, match="all 2 intervals report 0"):
         parse("xdp-bench", "Summary 0 rx/s 0 err,drop/s\nSummary 0 rx/s 0 err,drop/s\n")
 
 
 # ------------------------------------------------------------------ xdp-trafficgen
-def test_h4_xdp_trafficgen_real_zero_output_refused():
+def test_xdp_trafficgen_real_zero_output_refused():
     with pytest.raises(ParseError, match="report 0 xmit/s"):
         parse("xdp-trafficgen", load("xdp_trafficgen/zero_rate_debian.txt"))
 
 
-def test_h4_xdp_trafficgen_rate():
+def test_xdp_trafficgen_rate():
     # same line layout as the real capture, non-zero figures
     real = load("xdp_trafficgen/zero_rate_debian.txt")
     text = real.replace("0 err/s                 0 xmit/s", "0 err/s         5,000,000 xmit/s", 2)
@@ -268,19 +268,19 @@ def test_h4_xdp_trafficgen_rate():
 
 
 # ------------------------------------------------------------------ testpmd
-def test_h4_testpmd_forwarding_real():
+def test_testpmd_forwarding_real():
     r = parse("testpmd", load("testpmd/af_xdp_pmd_virtio.txt"))
     assert r["pps_direction"] == "rx" and r["pps"] == 6333196.0
     (p,) = r["ports"]
     assert p["tx_errors"] == 33216 and p["rx_packets"] == 68152727 and p["tx_bps"] == 2837285936
 
 
-def test_h4_testpmd_txonly_real():
+def test_testpmd_txonly_real():
     r = parse("testpmd", load("testpmd/txonly_mlx5.txt"))
     assert r["pps_direction"] == "tx" and r["pps"] == 143279102.0
 
 
-def test_h4_testpmd_truncated_real_prefix():
+def test_testpmd_truncated_real_prefix():
     text = load("testpmd/txonly_mlx5.txt")
     with pytest.raises(ParseError, match="truncated block"):
         parse("testpmd", text[: text.index("Throughput")])
@@ -289,12 +289,12 @@ def test_h4_testpmd_truncated_real_prefix():
 # ------------------------------------------------------------------ every tool
 @pytest.mark.parametrize("tool", sorted(TOOLS))
 @pytest.mark.parametrize("text", ["", "  \n", "Segmentation fault (core dumped)\n"])
-def test_h4_every_parser_rejects_empty_and_unknown(tool, text):
+def test_every_parser_rejects_empty_and_unknown(tool, text):
     with pytest.raises(ParseError, match=tool if tool != "xdp-bench" else "xdp-bench"):
         parse(tool, text)
 
 
-def test_h4_every_parser_returns_float_pps():
+def test_every_parser_returns_float_pps():
     samples = {
         "pktgen": "pktgen/sample02_4threads.txt", "xskgen": "xskgen/format_from_source.txt",
         "trafgen": "trafgen_h4/trafgen_1cpu_n200000.txt", "sockperf": "sockperf/sockperf_tp_udp_64.txt",

@@ -21,7 +21,7 @@ xdpgen: packets=5900000 bytes=377600000 seconds=1.000200 pps=5898820.24 gbps=3.0
 """
 
 
-def test_h4_xdpgen_summary_and_threads():
+def test_xdpgen_summary_and_threads():
     r = parse("xdpgen", TWO_THREADS)
     assert r["pps"] == pytest.approx(5898820.24)
     assert isinstance(r["pps"], float)
@@ -36,7 +36,7 @@ def test_h4_xdpgen_summary_and_threads():
     assert r["per_thread"][0]["packets"] == 3000000
 
 
-def test_h4_xdpgen_ignores_unrelated_lines():
+def test_xdpgen_ignores_unrelated_lines():
     noisy = "libbpf: some warning\n" + TWO_THREADS + "\n"
     assert parse("xdpgen", noisy)["packets"] == 5900000
 
@@ -53,17 +53,17 @@ def test_h4_xdpgen_ignores_unrelated_lines():
     (TWO_THREADS + TWO_THREADS.splitlines()[2] + "\n", "2 summary lines"),
     (TWO_THREADS.replace("packets=5900000", "packets=5900001"), "sum to 5900000"),
 ])
-def test_h4_xdpgen_bad_output(text, needle):
+def test_xdpgen_bad_output(text, needle):
     with pytest.raises(ParseError, match=needle):
         parse("xdpgen", text)
 
 
-def test_h4_unknown_tool_named():
+def test_unknown_tool_named():
     with pytest.raises(ParseError, match="unknown tool 'nosuchgen'"):
         parse("nosuchgen", TWO_THREADS)
 
 
-def test_h4_parse_error_is_value_error():
+def test_parse_error_is_value_error():
     assert issubclass(ParseError, ValueError)
 
 
@@ -76,7 +76,7 @@ def test_xdpgen_captures_exist():
 
 
 @pytest.mark.parametrize("path", _real_captures())
-def test_h4_xdpgen_real_captures(path):
+def test_xdpgen_real_captures(path):
     text = path.read_text()
     r = parse("xdpgen", text)
     assert r["pps"] > 0

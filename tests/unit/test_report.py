@@ -52,7 +52,7 @@ def ab_dirs(tmp_path):
     return tmp_path / "base", tmp_path / "cand"
 
 
-def test_h4_text_sweep_environment_first(sweep_dir):
+def test_text_sweep_environment_first(sweep_dir):
     rep = _report.build([str(sweep_dir)])
     text = _report.render_text(rep)
     lines = text.splitlines()
@@ -69,7 +69,7 @@ def test_h4_text_sweep_environment_first(sweep_dir):
     assert "repetitions per side" in text
 
 
-def test_h4_text_n1_no_interval(tmp_path):
+def test_text_n1_no_interval(tmp_path):
     put(tmp_path / "a", samples=[5e6])
     put(tmp_path / "b", variant="patched", samples=[5.5e6])
     rep = _report.build([str(tmp_path / "a"), str(tmp_path / "b")])
@@ -79,7 +79,7 @@ def test_h4_text_n1_no_interval(tmp_path):
     assert "every record has n=1" in text
 
 
-def test_h4_ab_text_markdown_csv(ab_dirs):
+def test_ab_text_markdown_csv(ab_dirs):
     rep = _report.build([str(p) for p in ab_dirs])
     text = _report.render_text(rep)
     assert "-7.69 (faster)" in text and "Welch t-test" in text
@@ -92,14 +92,14 @@ def test_h4_ab_text_markdown_csv(ab_dirs):
     assert rows[0]["method"] == "welch-t"
 
 
-def test_h4_sweep_csv(sweep_dir):
+def test_sweep_csv(sweep_dir):
     rows = list(csv.DictReader(io.StringIO(_report.render_csv(_report.build([str(sweep_dir)])))))
     assert [r["ns_per_packet"] for r in rows] == ["200.00", "208.33", "222.22"]
     assert rows[0]["delta_prev_ns"] == "" and rows[2]["delta_prev_ns"] == "13.89"
 
 
 @pytest.mark.parametrize("which", ["sweep", "ab"])
-def test_h4_png(which, sweep_dir, ab_dirs, tmp_path):
+def test_png(which, sweep_dir, ab_dirs, tmp_path):
     paths = [str(sweep_dir)] if which == "sweep" else [str(p) for p in ab_dirs]
     dest = tmp_path / f"{which}.png"
     atomic_write(str(dest), lambda tmp: _report.render(_report.build(paths), "png", tmp))
@@ -107,7 +107,7 @@ def test_h4_png(which, sweep_dir, ab_dirs, tmp_path):
     assert data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) > 5000
 
 
-def test_h4_atomic_write_leaves_nothing_on_error(tmp_path):
+def test_atomic_write_leaves_nothing_on_error(tmp_path):
     dest = tmp_path / "r.txt"
     dest.write_text("old")
 
@@ -121,7 +121,7 @@ def test_h4_atomic_write_leaves_nothing_on_error(tmp_path):
     assert sorted(os.listdir(tmp_path)) == ["r.txt"]
 
 
-def test_h4_build_bad_arity():
+def test_build_bad_arity():
     with pytest.raises(ValueError, match="one path or a list of two"):
         _report.build(["a", "b", "c"])
 
@@ -137,7 +137,7 @@ def ansible(module: str, args: dict) -> tuple[int, dict]:
     return cp.returncode, out["plays"][0]["tasks"][0]["hosts"]["localhost"]
 
 
-def test_h4_module_bench_report_text(sweep_dir, tmp_path):
+def test_module_bench_report_text(sweep_dir, tmp_path):
     dest = tmp_path / "out" / "report.txt"
     dest.parent.mkdir()
     rc, res = ansible("bench_report", {"results": [str(sweep_dir)], "format": "text", "dest": str(dest)})
@@ -149,7 +149,7 @@ def test_h4_module_bench_report_text(sweep_dir, tmp_path):
     assert os.listdir(dest.parent) == ["report.txt"]
 
 
-def test_h4_module_bench_report_bad_schema_leaves_nothing(tmp_path):
+def test_module_bench_report_bad_schema_leaves_nothing(tmp_path):
     bad = tmp_path / "run"
     bad.mkdir()
     (bad / "x.json").write_text(json.dumps({"schema": "other/v9"}))
@@ -161,7 +161,7 @@ def test_h4_module_bench_report_bad_schema_leaves_nothing(tmp_path):
     assert os.listdir(out) == []
 
 
-def test_h4_module_bench_compare(ab_dirs):
+def test_module_bench_compare(ab_dirs):
     rc, res = ansible("bench_compare", {"baseline": str(ab_dirs[0]), "candidate": str(ab_dirs[1])})
     assert rc == 0, res
     assert res["method"] == "welch-t" and res["significant"] is True
@@ -170,11 +170,11 @@ def test_h4_module_bench_compare(ab_dirs):
     assert {"key": "kernel", "baseline": "6.18.44-fc-v669", "candidate": "6.18.44-patched"} in res["environment_diff"]
 
 
-def test_h4_module_bench_compare_empty_dir(tmp_path):
+def test_module_bench_compare_empty_dir(tmp_path):
     (tmp_path / "e").mkdir()
     rc, res = ansible("bench_compare", {"baseline": str(tmp_path / "e"), "candidate": str(tmp_path / "e")})
     assert rc != 0 and "no result records" in res["msg"]
 
 
-def test_h4_record_error_is_value_error():
+def test_record_error_is_value_error():
     assert issubclass(RecordError, ValueError)

@@ -27,7 +27,7 @@ from ansible_collections.xdplab.testbed.plugins.module_utils._stats import (
     (5, 2.570581836), (9, 2.262157163), (10, 2.228138852), (30, 2.042272456),
     (100, 1.983971519), (1e7, 1.959964),
 ])
-def test_h4_t_quantile_975(df, expected):
+def test_t_quantile_975(df, expected):
     assert t_quantile(0.975, df) == pytest.approx(expected, abs=2e-6)
 
 
@@ -35,33 +35,33 @@ def test_h4_t_quantile_975(df, expected):
     (0.95, 1, 6.313751515), (0.95, 10, 1.812461123), (0.995, 5, 4.032142984),
     (0.8, 20, 0.859964), (0.025, 5, -2.570581836), (0.5, 7, 0.0),
 ])
-def test_h4_t_quantile_other(p, df, expected):
+def test_t_quantile_other(p, df, expected):
     assert t_quantile(p, df) == pytest.approx(expected, abs=2e-6)
 
 
-def test_h4_t_quantile_fractional_df_between_neighbours():
+def test_t_quantile_fractional_df_between_neighbours():
     q = t_quantile(0.975, 7.5)
     assert t_quantile(0.975, 8) < q < t_quantile(0.975, 7)
 
 
-def test_h4_t_cdf_roundtrip():
+def test_t_cdf_roundtrip():
     for df in (1, 3, 12.4, 50):
         for p in (0.6, 0.9, 0.975, 0.999):
             assert t_cdf(t_quantile(p, df), df) == pytest.approx(p, abs=1e-10)
 
 
-def test_h4_normal_quantile():
+def test_normal_quantile():
     assert normal_quantile(0.975) == pytest.approx(1.959963985, abs=1e-8)
     assert normal_quantile(0.8) == pytest.approx(0.841621234, abs=1e-8)
 
 
 @pytest.mark.parametrize("p", [0, 1, -0.1, 1.5])
-def test_h4_t_quantile_bad_p(p):
+def test_t_quantile_bad_p(p):
     with pytest.raises(StatsError, match="probability"):
         t_quantile(p, 3)
 
 
-def test_h4_summarize_three_samples():
+def test_summarize_three_samples():
     s = summarize([6310000.0, 6295000.0, 6322000.0], pkt_size=64)
     mean = (6310000.0 + 6295000.0 + 6322000.0) / 3
     sd = math.sqrt(((6310000 - mean) ** 2 + (6295000 - mean) ** 2 + (6322000 - mean) ** 2) / 2)
@@ -75,7 +75,7 @@ def test_h4_summarize_three_samples():
     assert s["gbps"] == pytest.approx(mean * 64 * 8 / 1e9)
 
 
-def test_h4_summarize_n1_no_interval_no_gbps():
+def test_summarize_n1_no_interval_no_gbps():
     s = summarize([2_000_000])
     assert s["n"] == 1
     assert s["ci95"] is None
@@ -93,17 +93,17 @@ def test_h4_summarize_n1_no_interval_no_gbps():
     ("123", "must be a list"),
     ([float("inf")], "not a finite"),
 ])
-def test_h4_summarize_bad_samples(samples, needle):
+def test_summarize_bad_samples(samples, needle):
     with pytest.raises(StatsError, match=needle):
         summarize(samples)
 
 
-def test_h4_summarize_bad_pkt_size():
+def test_summarize_bad_pkt_size():
     with pytest.raises(StatsError, match="pkt_size must be a positive integer, got 'x'"):
         summarize([1.0, 2.0], pkt_size="x")
 
 
-def test_h4_welch_reference():
+def test_welch_reference():
     # Welch example computed by hand: a=[1,2,3,4], b=[3,4,5,6,7]
     a, b = [1.0, 2.0, 3.0, 4.0], [3.0, 4.0, 5.0, 6.0, 7.0]
     r = welch(a, b)
@@ -119,20 +119,20 @@ def test_h4_welch_reference():
     assert 0 < r["p_value"] < 0.05
 
 
-def test_h4_welch_overlap_not_significant():
+def test_welch_overlap_not_significant():
     r = welch([10.0, 11.0, 12.0], [10.5, 11.5, 12.5])
     assert r["ci"][0] < 0 < r["ci"][1]
     assert r["significant"] is False
 
 
-def test_h4_welch_n1_no_interval():
+def test_welch_n1_no_interval():
     r = welch([10.0], [20.0, 21.0])
     assert r["ci"] is None
     assert r["significant"] is False
     assert r["note"] == "n=1, no interval"
 
 
-def test_h4_aa_false_positive_rate_is_about_5_percent():
+def test_aa_false_positive_rate_is_about_5_percent():
     rng = random.Random(1234)
     recs = [{"samples": [rng.gauss(5e6, 5e4) for _ in range(5)]} for _ in range(40)]
     res = aa_false_positive_rate(recs)
@@ -142,13 +142,13 @@ def test_h4_aa_false_positive_rate_is_about_5_percent():
     assert res["repetitions_for_1ns"] == repetitions_needed(res["pooled_stdev_ns"])
 
 
-def test_h4_aa_detects_a_real_shift():
+def test_aa_detects_a_real_shift():
     rng = random.Random(7)
     recs = [{"samples": [rng.gauss(5e6 + (i % 2) * 5e5, 1e4) for _ in range(5)]} for i in range(6)]
     assert aa_false_positive_rate(recs)["rate"] > 0.5
 
 
-def test_h4_repetitions_needed():
+def test_repetitions_needed():
     # 2 * (1.96 + 0.8416)^2 * s^2 / d^2 at s=2, d=1 -> 62.8 (normal); t refinement >= that
     n = repetitions_needed(2.0, 1.0)
     assert 63 <= n <= 66

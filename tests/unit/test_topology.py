@@ -119,13 +119,13 @@ def empty_live(names=NS):
     ([""], [], "''"),
     (["t-gen", "t-gen"], [], "'t-gen' is listed twice"),
 ])
-def test_h3_bad_namespace_names_are_named(namespaces, links, needle):
+def test_bad_namespace_names_are_named(namespaces, links, needle):
     with pytest.raises(TopologyError) as err:
         normalize(namespaces, links)
     assert needle in str(err.value)
 
 
-def test_h3_namespace_name_limit_is_32_bytes():
+def test_namespace_name_limit_is_32_bytes():
     assert normalize(["n" * 32], []).namespaces == ("n" * 32,)
     with pytest.raises(TopologyError, match="33 bytes, longer than 32"):
         normalize(["n" * 33], [])
@@ -134,7 +134,7 @@ def test_h3_namespace_name_limit_is_32_bytes():
         normalize(["é" * 17], [])
 
 
-def test_h3_undefined_host_in_link_end():
+def test_undefined_host_in_link_end():
     links = spec_links()
     links[0]["b"]["netns"] = "t-dutt"
     with pytest.raises(TopologyError) as err:
@@ -149,7 +149,7 @@ def test_h3_undefined_host_in_link_end():
     ("veth\t0", "'veth\\t0'"),
     ("", "''"),
 ])
-def test_h3_bad_ifnames_are_named(ifname, needle):
+def test_bad_ifnames_are_named(ifname, needle):
     links = spec_links()
     links[1]["a"]["ifname"] = ifname
     with pytest.raises(TopologyError) as err:
@@ -158,7 +158,7 @@ def test_h3_bad_ifnames_are_named(ifname, needle):
     assert "link dut-sink: end a" in str(err.value)
 
 
-def test_h3_ifname_of_15_bytes_is_fine():
+def test_ifname_of_15_bytes_is_fine():
     links = spec_links()
     links[0]["a"]["ifname"] = "a" * 15
     assert normalize(NS, links).links[0].a.ifname == "a" * 15
@@ -172,7 +172,7 @@ def test_h3_ifname_of_15_bytes_is_fine():
     ("2001:db8::zz/64", "'2001:db8::zz/64'"),
     ("banana/24", "'banana/24'"),
 ])
-def test_h3_bad_cidr_is_named(address, needle):
+def test_bad_cidr_is_named(address, needle):
     links = spec_links()
     links[0]["b"]["address"] = ["198.18.0.2/24", address]
     with pytest.raises(TopologyError) as err:
@@ -180,13 +180,13 @@ def test_h3_bad_cidr_is_named(address, needle):
     assert needle in str(err.value)
 
 
-def test_h3_cidr_is_canonical_and_deduplicated():
+def test_cidr_is_canonical_and_deduplicated():
     links = spec_links()
     links[0]["a"]["address"] = ["2001:DB8:0::1/64", "198.18.0.1/24", "198.18.0.1/24"]
     assert normalize(NS, links).links[0].a.addresses == ("2001:db8::1/64", "198.18.0.1/24")
 
 
-def test_h3_duplicate_ifname_in_one_namespace():
+def test_duplicate_ifname_in_one_namespace():
     links = spec_links()
     links[1]["a"]["ifname"] = "veth0"  # t-dut/veth0 already used by gen-dut
     with pytest.raises(TopologyError) as err:
@@ -194,13 +194,13 @@ def test_h3_duplicate_ifname_in_one_namespace():
     assert "interface 'veth0' in namespace 't-dut' is already used by link gen-dut" in str(err.value)
 
 
-def test_h3_same_ifname_in_different_namespaces_is_fine():
+def test_same_ifname_in_different_namespaces_is_fine():
     assert len(normalize(NS, spec_links()).links) == 2
 
 
 @pytest.mark.parametrize("mtu,ok", [(67, False), (68, True), (1500, True), (65535, True), (65536, False),
                                     (0, False), (-1, False), ("9000", True), ("jumbo", False), (True, False)])
-def test_h3_mtu_range(mtu, ok):
+def test_mtu_range(mtu, ok):
     if ok:
         assert normalize(NS, spec_links(mtu=mtu)).links[0].mtu == int(mtu)
     else:
@@ -210,7 +210,7 @@ def test_h3_mtu_range(mtu, ok):
 
 
 @pytest.mark.parametrize("mac", ["01:00:5e:00:00:01", "02:00:00:00:00", "zz:00:00:00:00:01", "00:00:00:00:00:00"])
-def test_h3_bad_mac_is_named(mac):
+def test_bad_mac_is_named(mac):
     links = spec_links()
     links[0]["a"]["mac"] = mac
     with pytest.raises(TopologyError) as err:
@@ -218,7 +218,7 @@ def test_h3_bad_mac_is_named(mac):
     assert repr(mac) in str(err.value)
 
 
-def test_h3_mac_is_normalized():
+def test_mac_is_normalized():
     links = spec_links()
     links[0]["a"]["mac"] = "02-AB-00-00-00-01"
     assert normalize(NS, links).links[0].a.mac == "02:ab:00:00:00:01"
@@ -230,18 +230,18 @@ def test_h3_mac_is_normalized():
     ({"t-nope": {"net.ipv4.ip_forward": 1}}, "undefined namespace 't-nope'"),
     ({"t-dut": {"net.ipv4.ip_forward": [1]}}, "[1]"),
 ])
-def test_h3_bad_sysctls_are_named(sysctls, needle):
+def test_bad_sysctls_are_named(sysctls, needle):
     with pytest.raises(TopologyError) as err:
         normalize(NS, spec_links(), sysctls)
     assert needle in str(err.value)
 
 
-def test_h3_sysctl_slash_form_and_bool_values():
+def test_sysctl_slash_form_and_bool_values():
     topo = normalize(NS, [], {"t-dut": {"net/ipv4/ip_forward": True}})
     assert topo.sysctls == {"t-dut": {"net.ipv4.ip_forward": "1"}}
 
 
-def test_h3_unknown_keys_and_duplicate_link_names():
+def test_unknown_keys_and_duplicate_link_names():
     links = spec_links()
     links[0]["colour"] = "red"
     with pytest.raises(TopologyError, match=r"links\[0\]: unknown key\(s\) \['colour'\]"):
@@ -252,7 +252,7 @@ def test_h3_unknown_keys_and_duplicate_link_names():
         normalize(NS, links)
 
 
-def test_h3_default_link_name_names_both_ends():
+def test_default_link_name_names_both_ends():
     links = spec_links()
     del links[0]["name"]
     assert normalize(NS, links).links[0].name == "t-gen:veth0-t-dut:veth0"
@@ -261,7 +261,7 @@ def test_h3_default_link_name_names_both_ends():
 # -------------------------------------------------------------------- planning
 
 
-def test_h3_plan_from_nothing_creates_everything_in_order():
+def test_plan_from_nothing_creates_everything_in_order():
     topo = normalize(NS, spec_links(), {"t-dut": {"net.ipv4.ip_forward": 1}})
     actions = plan(topo, empty_live())
     ops = [a.op for a in actions]
@@ -278,14 +278,14 @@ def test_h3_plan_from_nothing_creates_everything_in_order():
         ("t-dut", "veth1"), ("t-sink", "veth0")]
 
 
-def test_h3_plan_converges_and_second_plan_is_empty():
+def test_plan_converges_and_second_plan_is_empty():
     topo = normalize(NS, spec_links(), {"t-dut": {"net.ipv4.ip_forward": 1}})
     live = simulate(empty_live(), plan(topo, empty_live()))
     assert plan(topo, live) == []
     assert view_live(topo, live) == view_desired(topo, live)
 
 
-def test_h3_view_desired_predicts_the_result_of_a_fresh_build():
+def test_view_desired_predicts_the_result_of_a_fresh_build():
     topo = normalize(NS, spec_links())
     live0 = empty_live()
     predicted = view_desired(topo, live0)
@@ -299,7 +299,7 @@ def test_h3_view_desired_predicts_the_result_of_a_fresh_build():
     assert predicted == after
 
 
-def test_h3_plan_changes_only_what_differs():
+def test_plan_changes_only_what_differs():
     topo = normalize(NS, spec_links())
     live = simulate(empty_live(), plan(topo, empty_live()))
     live["t-dut"]["links"]["veth0"]["mtu"] = 9000
@@ -316,7 +316,7 @@ def test_h3_plan_changes_only_what_differs():
     assert plan(topo, simulate(live, actions)) == []
 
 
-def test_h3_addresses_unset_are_left_alone():
+def test_addresses_unset_are_left_alone():
     links = spec_links()
     del links[0]["a"]["address"]
     topo = normalize(NS, links)
@@ -325,7 +325,7 @@ def test_h3_addresses_unset_are_left_alone():
     assert plan(topo, live) == []
 
 
-def test_h3_wrong_peer_is_recreated():
+def test_wrong_peer_is_recreated():
     topo = normalize(NS, spec_links())
     live = simulate(empty_live(), plan(topo, empty_live()))
     # t-gen/veth0 now a veth whose peer is somewhere else; t-dut/veth0 a stray non-veth
@@ -338,7 +338,7 @@ def test_h3_wrong_peer_is_recreated():
     assert plan(topo, simulate(live, actions)) == []
 
 
-def test_h3_queue_mismatch_recreates_the_pair_once():
+def test_queue_mismatch_recreates_the_pair_once():
     topo = normalize(NS, spec_links(queues=4))
     live = simulate(empty_live(), plan(topo, empty_live()))
     live["t-gen"]["links"]["veth0"]["queues"] = 1
@@ -349,7 +349,7 @@ def test_h3_queue_mismatch_recreates_the_pair_once():
     assert plan(topo, simulate(live, actions)) == []
 
 
-def test_h3_a_wrong_end_whose_peer_belongs_to_another_link_is_deleted_once():
+def test_a_wrong_end_whose_peer_belongs_to_another_link_is_deleted_once():
     """t-dut/veth0 (spec: peer t-gen/veth0) is really the peer of t-sink/veth0, which the spec wants paired
     with t-dut/veth1: deleting t-dut/veth0 takes t-sink/veth0 with it, so that one is not deleted again,
     and both pairs are created."""
@@ -365,7 +365,7 @@ def test_h3_a_wrong_end_whose_peer_belongs_to_another_link_is_deleted_once():
     assert plan(topo, simulate(live, actions)) == []
 
 
-def test_h3_absent_removes_exactly_what_it_names():
+def test_absent_removes_exactly_what_it_names():
     topo = normalize(NS, spec_links())
     live = simulate(empty_live(), plan(topo, empty_live()))
     only_sink = normalize(["t-sink"], [])
@@ -379,7 +379,7 @@ def test_h3_absent_removes_exactly_what_it_names():
     assert plan(topo, after, "absent") == []
 
 
-def test_h3_absent_of_a_link_alone_keeps_the_namespaces():
+def test_absent_of_a_link_alone_keeps_the_namespaces():
     topo = normalize(NS, spec_links())
     live = simulate(empty_live(), plan(topo, empty_live()))
     # links only (state absent): their namespaces need not be listed, and stay; one delete per pair
@@ -392,7 +392,7 @@ def test_h3_absent_of_a_link_alone_keeps_the_namespaces():
     assert all(not after[ns]["links"] for ns in NS)
 
 
-def test_h3_link_ends_must_be_listed_only_for_present():
+def test_link_ends_must_be_listed_only_for_present():
     with pytest.raises(TopologyError, match="undefined host/namespace 't-gen'"):
         normalize([], spec_links())
     # absent: validated all the same
@@ -402,7 +402,7 @@ def test_h3_link_ends_must_be_listed_only_for_present():
         normalize([], links, ends_in_namespaces=False)
 
 
-def test_h3_sysctl_compare_ignores_whitespace():
+def test_sysctl_compare_ignores_whitespace():
     topo = normalize(["t-dut"], [], {"t-dut": {"net.ipv4.ip_local_port_range": "1024 65000"}})
     live = {"t-dut": {"lo_up": True, "links": {}, "sysctls": {"net.ipv4.ip_local_port_range": "1024\t65000"}}}
     assert plan(topo, live) == []
@@ -410,7 +410,7 @@ def test_h3_sysctl_compare_ignores_whitespace():
     assert [a.op for a in plan(topo, live)] == ["sysctl"]
 
 
-def test_h3_unknown_state_is_named():
+def test_unknown_state_is_named():
     with pytest.raises(TopologyError, match="'gone'"):
         plan(normalize(NS, []), empty_live(), "gone")
 
@@ -423,7 +423,7 @@ _field = st.sampled_from(["mtu", "up", "addr_extra", "addr_missing", "mac", "gon
 @settings(max_examples=150, deadline=None)
 @given(mutations=st.lists(st.tuples(_field, st.sampled_from(NS), st.sampled_from(["veth0", "veth1"])),
                           max_size=6))
-def test_h3_any_drift_converges_in_one_plan(mutations):
+def test_any_drift_converges_in_one_plan(mutations):
     topo = normalize(NS, spec_links(), {"t-dut": {"net.ipv4.ip_forward": 1}})
     live = simulate(empty_live(), plan(topo, empty_live()))
     for what, ns, ifname in mutations:

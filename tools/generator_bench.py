@@ -34,7 +34,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / ".collections"))
 
-from ansible_collections.xdplab.testbed.plugins.module_utils._generators import (  # noqa: E402
+from ansible_collections.xdplab.testbed.plugins.module_utils.traffic._xdpgen_trafgen_argv import (  # noqa: E402
     trafgen_argv,
     trafgen_config,
     xdpgen_argv,

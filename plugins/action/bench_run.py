@@ -19,18 +19,7 @@ from ansible import constants as C
 from ansible.errors import AnsibleError
 from ansible.module_utils.common.text.converters import to_text
 from ansible.plugins.action import ActionBase
-from ansible_collections.xdplab.testbed.plugins.module_utils._benchspec import (
-    ACTION_REQUIRED_IF,
-    ACTION_SPEC,
-    GENERATOR_SPEC,
-)
-from ansible_collections.xdplab.testbed.plugins.module_utils._counters import CounterError, check_spec
-from ansible_collections.xdplab.testbed.plugins.module_utils._generators import (
-    GeneratorParamError,
-    trafgen_argv,
-    xdpgen_argv,
-)
-from ansible_collections.xdplab.testbed.plugins.module_utils._record import (
+from ansible_collections.xdplab.testbed.plugins.module_utils.results._record_schema import (
     build_record,
     iso,
     new_run_id,
@@ -38,12 +27,27 @@ from ansible_collections.xdplab.testbed.plugins.module_utils._record import (
     utcnow,
     write_json_atomic,
 )
-from ansible_collections.xdplab.testbed.plugins.module_utils._sampling import SamplingError, bound_label, find_bursts
-from ansible_collections.xdplab.testbed.plugins.module_utils._tools import (
+from ansible_collections.xdplab.testbed.plugins.module_utils.traffic._bench_run_spec import (
+    ACTION_REQUIRED_IF,
+    ACTION_SPEC,
+    GENERATOR_SPEC,
+)
+from ansible_collections.xdplab.testbed.plugins.module_utils.traffic._client_server_argv import (
     CLIENT_TOOLS,
     client_argv,
     interrupt_after,
     server_argv,
+)
+from ansible_collections.xdplab.testbed.plugins.module_utils.traffic._counter_bursts import (
+    SamplingError,
+    bound_label,
+    find_bursts,
+)
+from ansible_collections.xdplab.testbed.plugins.module_utils.traffic._dut_counters import CounterError, check_spec
+from ansible_collections.xdplab.testbed.plugins.module_utils.traffic._xdpgen_trafgen_argv import (
+    GeneratorParamError,
+    trafgen_argv,
+    xdpgen_argv,
 )
 
 MODULE = "xdplab.testbed.bench_run"

@@ -66,7 +66,7 @@ import ansible.constants as C
 from ansible.errors import AnsibleConnectionFailure
 from ansible.plugins.connection.local import Connection as LocalConnection
 from ansible.utils.display import Display
-from ansible_collections.xdplab.testbed.plugins.module_utils._topology import TopologyError, check_netns_name
+from ansible_collections.xdplab.testbed.plugins.module_utils.testbed._topology import TopologyError, check_netns_name
 
 display = Display()
 

@@ -33,7 +33,7 @@ _value:
 """
 
 from ansible.errors import AnsibleFilterError
-from ansible_collections.xdplab.testbed.plugins.module_utils._summary import load_run, table
+from ansible_collections.xdplab.testbed.plugins.module_utils.results._run_summary import load_run, table
 
 
 def bench_table(run_dir: str) -> str:

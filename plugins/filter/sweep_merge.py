@@ -38,7 +38,7 @@ _value:
 """
 
 from ansible.errors import AnsibleFilterError
-from ansible_collections.xdplab.testbed.plugins.module_utils._sweep import SweepError, merge_record
+from ansible_collections.xdplab.testbed.plugins.module_utils.results._sweep import SweepError, merge_record
 
 
 def sweep_merge(record, previous=None):

@@ -60,7 +60,7 @@ _value:
 """
 
 from ansible.errors import AnsibleFilterError
-from ansible_collections.xdplab.testbed.plugins.module_utils._sweep import SweepError, check_budget, plan
+from ansible_collections.xdplab.testbed.plugins.module_utils.results._sweep import SweepError, check_budget, plan
 
 
 def sweep_plan(matrix, variants=None, repetitions=3, seconds_per_rep=2.0, overhead=4.0, budget=0):

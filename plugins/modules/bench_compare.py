@@ -114,9 +114,9 @@ environment_diff:
 import traceback
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.xdplab.testbed.plugins.module_utils._compare import compare_records, match
-from ansible_collections.xdplab.testbed.plugins.module_utils._records_io import RecordError, load_results
-from ansible_collections.xdplab.testbed.plugins.module_utils._stats import StatsError
+from ansible_collections.xdplab.testbed.plugins.module_utils.results._compare import compare_records, match
+from ansible_collections.xdplab.testbed.plugins.module_utils.results._record_files import RecordError, load_results
+from ansible_collections.xdplab.testbed.plugins.module_utils.results._statistics import StatsError
 
 
 def main() -> None:

@@ -95,7 +95,7 @@ ns_per_packet:
 import traceback
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.xdplab.testbed.plugins.module_utils._parsers import TOOLS, ParseError, parse
+from ansible_collections.xdplab.testbed.plugins.module_utils.traffic._output_parsers import TOOLS, ParseError, parse
 
 
 def main() -> None:

@@ -200,22 +200,25 @@ import time
 import traceback
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.xdplab.testbed.plugins.module_utils._benchspec import GENERATOR_REQUIRED_IF, GENERATOR_SPEC
-from ansible_collections.xdplab.testbed.plugins.module_utils._counters import cpu_shares, read_proc_stat
-from ansible_collections.xdplab.testbed.plugins.module_utils._generators import (
-    GeneratorParamError,
-    trafgen_argv,
-    trafgen_config,
-    xdpgen_argv,
+from ansible_collections.xdplab.testbed.plugins.module_utils.traffic._bench_run_spec import (
+    GENERATOR_REQUIRED_IF,
+    GENERATOR_SPEC,
 )
-from ansible_collections.xdplab.testbed.plugins.module_utils._parsers import ParseError, parse
-from ansible_collections.xdplab.testbed.plugins.module_utils._tools import (
+from ansible_collections.xdplab.testbed.plugins.module_utils.traffic._client_server_argv import (
     CLIENT_TOOLS,
     Interrupt,
     client_argv,
     interrupt_after,
     parse_info,
     parser_for,
+)
+from ansible_collections.xdplab.testbed.plugins.module_utils.traffic._dut_counters import cpu_shares, read_proc_stat
+from ansible_collections.xdplab.testbed.plugins.module_utils.traffic._output_parsers import ParseError, parse
+from ansible_collections.xdplab.testbed.plugins.module_utils.traffic._xdpgen_trafgen_argv import (
+    GeneratorParamError,
+    trafgen_argv,
+    trafgen_config,
+    xdpgen_argv,
 )
 
 

@@ -114,7 +114,8 @@ import time
 import traceback
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.xdplab.testbed.plugins.module_utils._counters import (
+from ansible_collections.xdplab.testbed.plugins.module_utils.traffic._counter_bursts import MIN_RATE
+from ansible_collections.xdplab.testbed.plugins.module_utils.traffic._dut_counters import (
     CounterError,
     check_spec,
     counter_delta,
@@ -124,7 +125,6 @@ from ansible_collections.xdplab.testbed.plugins.module_utils._counters import (
     parse_ethtool_stats,
     read_proc_stat,
 )
-from ansible_collections.xdplab.testbed.plugins.module_utils._sampling import MIN_RATE
 
 
 def ethtool_snapshot(module: AnsibleModule, interfaces: list[str]) -> dict[str, dict[str, int]]:

@@ -121,9 +121,13 @@ import time
 import traceback
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.xdplab.testbed.plugins.module_utils._counters import cpu_shares, read_proc_stat
-from ansible_collections.xdplab.testbed.plugins.module_utils._generators import GeneratorParamError
-from ansible_collections.xdplab.testbed.plugins.module_utils._tools import SERVER_TOOLS, parse_sink, server_argv
+from ansible_collections.xdplab.testbed.plugins.module_utils.traffic._client_server_argv import (
+    SERVER_TOOLS,
+    parse_sink,
+    server_argv,
+)
+from ansible_collections.xdplab.testbed.plugins.module_utils.traffic._dut_counters import cpu_shares, read_proc_stat
+from ansible_collections.xdplab.testbed.plugins.module_utils.traffic._xdpgen_trafgen_argv import GeneratorParamError
 
 READY = {"xsksink": " ready", "udpsink": " ready"}
 LOG_DIR = "/run/xdplab"

@@ -85,7 +85,7 @@ ansible_facts:
 import traceback
 
 from ansible.module_utils.basic import AnsibleModule, missing_required_lib
-from ansible_collections.xdplab.testbed.plugins.module_utils import _envfacts
+from ansible_collections.xdplab.testbed.plugins.module_utils.results import _environment as _envfacts
 
 try:
     import pyroute2  # noqa: F401

@@ -148,8 +148,8 @@ import traceback  # noqa: E402
 from typing import Any  # noqa: E402
 
 from ansible.module_utils.basic import AnsibleModule  # noqa: E402
-from ansible_collections.xdplab.testbed.plugins.module_utils import _tuning  # noqa: E402
-from ansible_collections.xdplab.testbed.plugins.module_utils import _tuning_host as th  # noqa: E402
+from ansible_collections.xdplab.testbed.plugins.module_utils.tuning import _host_knobs as th  # noqa: E402
+from ansible_collections.xdplab.testbed.plugins.module_utils.tuning import _plan_and_snapshots as _tuning  # noqa: E402
 
 
 class CommandError(Exception):

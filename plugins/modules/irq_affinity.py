@@ -123,7 +123,8 @@ import traceback  # noqa: E402
 from typing import Any  # noqa: E402
 
 from ansible.module_utils.basic import AnsibleModule  # noqa: E402
-from ansible_collections.xdplab.testbed.plugins.module_utils import _irq, _tuning  # noqa: E402
+from ansible_collections.xdplab.testbed.plugins.module_utils.tuning import _irq_strategies as _irq  # noqa: E402
+from ansible_collections.xdplab.testbed.plugins.module_utils.tuning import _plan_and_snapshots as _tuning  # noqa: E402
 
 
 def _systemctl(module: AnsibleModule, action: str) -> None:

@@ -106,7 +106,7 @@ import tempfile
 import traceback
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.xdplab.testbed.plugins.module_utils import _kernel
+from ansible_collections.xdplab.testbed.plugins.module_utils.kernel import _build_logic as _kernel
 
 
 def run(module: AnsibleModule, argv: list[str], cwd: str) -> str:

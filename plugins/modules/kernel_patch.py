@@ -131,7 +131,7 @@ import traceback
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.urls import fetch_url
-from ansible_collections.xdplab.testbed.plugins.module_utils import _kernel
+from ansible_collections.xdplab.testbed.plugins.module_utils.kernel import _build_logic as _kernel
 
 C_ENV = {"LC_ALL": "C", "GIT_COMMITTER_NAME": "xdplab.testbed", "GIT_COMMITTER_EMAIL": "xdplab@example.invalid"}
 

@@ -103,7 +103,7 @@ import signal
 import traceback
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.xdplab.testbed.plugins.module_utils._ledger import (
+from ansible_collections.xdplab.testbed.plugins.module_utils.state._ledger import (
     LedgerError,
     check_entry,
     entries,
@@ -112,7 +112,7 @@ from ansible_collections.xdplab.testbed.plugins.module_utils._ledger import (
     record,
     teardown_plan,
 )
-from ansible_collections.xdplab.testbed.plugins.module_utils._tuning import current_netns_name
+from ansible_collections.xdplab.testbed.plugins.module_utils.tuning._plan_and_snapshots import current_netns_name
 
 
 def describe(entry: dict) -> str:

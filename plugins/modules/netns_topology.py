@@ -172,8 +172,7 @@ import traceback
 from typing import Any
 
 from ansible.module_utils.basic import AnsibleModule, missing_required_lib
-from ansible_collections.xdplab.testbed.plugins.module_utils._ethtool import EthtoolNetlink
-from ansible_collections.xdplab.testbed.plugins.module_utils._topology import (
+from ansible_collections.xdplab.testbed.plugins.module_utils.testbed._topology import (
     Action,
     Topology,
     TopologyError,
@@ -182,6 +181,7 @@ from ansible_collections.xdplab.testbed.plugins.module_utils._topology import (
     view_desired,
     view_live,
 )
+from ansible_collections.xdplab.testbed.plugins.module_utils.tuning._ethtool_netlink import EthtoolNetlink
 
 try:
     from pyroute2 import IPRoute

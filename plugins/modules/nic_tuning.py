@@ -200,7 +200,8 @@ import traceback  # noqa: E402
 from typing import Any  # noqa: E402
 
 from ansible.module_utils.basic import AnsibleModule, missing_required_lib  # noqa: E402
-from ansible_collections.xdplab.testbed.plugins.module_utils import _ethtool, _tuning  # noqa: E402
+from ansible_collections.xdplab.testbed.plugins.module_utils.tuning import _ethtool_netlink as _ethtool  # noqa: E402
+from ansible_collections.xdplab.testbed.plugins.module_utils.tuning import _plan_and_snapshots as _tuning  # noqa: E402
 
 
 def _apply(eth: Any, ifname: str, changes: dict[str, dict[str, Any]]) -> None:

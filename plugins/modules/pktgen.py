@@ -220,7 +220,7 @@ import os
 import traceback
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.xdplab.testbed.plugins.module_utils._pktgen import (
+from ansible_collections.xdplab.testbed.plugins.module_utils.traffic._pktgen_proc import (
     Pktgen,
     PktgenError,
     check_spec,

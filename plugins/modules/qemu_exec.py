@@ -195,7 +195,7 @@ import tempfile
 import traceback
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.xdplab.testbed.plugins.module_utils import _qemu
+from ansible_collections.xdplab.testbed.plugins.module_utils.kernel import _qemu_guest as _qemu
 
 
 def main() -> None:

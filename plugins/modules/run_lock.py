@@ -82,7 +82,7 @@ import socket
 import traceback
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.xdplab.testbed.plugins.module_utils._ledger import (
+from ansible_collections.xdplab.testbed.plugins.module_utils.state._ledger import (
     LockHeld,
     acquire,
     holder_alive,

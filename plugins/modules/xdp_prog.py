@@ -186,7 +186,8 @@ import traceback  # noqa: E402
 from typing import Any  # noqa: E402
 
 from ansible.module_utils.basic import AnsibleModule, missing_required_lib  # noqa: E402
-from ansible_collections.xdplab.testbed.plugins.module_utils import _bpf, _xdp  # noqa: E402
+from ansible_collections.xdplab.testbed.plugins.module_utils.xdp import _bpf  # noqa: E402
+from ansible_collections.xdplab.testbed.plugins.module_utils.xdp import _program_objects as _xdp  # noqa: E402
 
 try:
     from pyroute2 import IPRoute

@@ -16,8 +16,8 @@ import time
 from pathlib import Path
 
 import pytest
-from ansible_collections.xdplab.testbed.plugins.module_utils._ledger import read_lock, release
-from ansible_collections.xdplab.testbed.plugins.module_utils._records_io import load_record
+from ansible_collections.xdplab.testbed.plugins.module_utils.results._record_files import load_record
+from ansible_collections.xdplab.testbed.plugins.module_utils.state._ledger import read_lock, release
 
 ROOT = Path(__file__).resolve().parents[2]
 VENV_BIN = ROOT / ".venv" / "bin"

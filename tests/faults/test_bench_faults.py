@@ -15,7 +15,7 @@ import threading
 import time
 
 import pytest
-from ansible_collections.xdplab.testbed.plugins.module_utils._ledger import Holder, LockHeld, acquire, release
+from ansible_collections.xdplab.testbed.plugins.module_utils.state._ledger import Holder, LockHeld, acquire, release
 from conftest import (
     LOCK,
     OUR_NETNS,

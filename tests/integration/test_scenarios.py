@@ -23,7 +23,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from ansible_collections.xdplab.testbed.plugins.module_utils._ledger import read_lock
+from ansible_collections.xdplab.testbed.plugins.module_utils.state._ledger import read_lock
 
 pytestmark = pytest.mark.root
 

@@ -16,7 +16,8 @@ import tempfile
 from pathlib import Path
 
 import pytest
-from ansible_collections.xdplab.testbed.plugins.module_utils import _bpf, _xdp
+from ansible_collections.xdplab.testbed.plugins.module_utils.xdp import _bpf
+from ansible_collections.xdplab.testbed.plugins.module_utils.xdp import _program_objects as _xdp
 
 pytestmark = pytest.mark.root
 

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 from _roleplay import run_role
-from ansible_collections.xdplab.testbed.plugins.module_utils import _bpf
+from ansible_collections.xdplab.testbed.plugins.module_utils.xdp import _bpf
 
 pytestmark = pytest.mark.root
 

@@ -18,8 +18,8 @@ import time
 from pathlib import Path
 
 import pytest
-from ansible_collections.xdplab.testbed.plugins.module_utils._generators import xdpgen_argv
-from ansible_collections.xdplab.testbed.plugins.module_utils._parsers import parse
+from ansible_collections.xdplab.testbed.plugins.module_utils.traffic._output_parsers import parse
+from ansible_collections.xdplab.testbed.plugins.module_utils.traffic._xdpgen_trafgen_argv import xdpgen_argv
 
 pytestmark = pytest.mark.root
 

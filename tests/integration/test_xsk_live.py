@@ -11,8 +11,8 @@ import time
 from pathlib import Path
 
 import pytest
-from ansible_collections.xdplab.testbed.plugins.module_utils._parsers import parse
-from ansible_collections.xdplab.testbed.plugins.module_utils._tools import parse_info, parse_sink
+from ansible_collections.xdplab.testbed.plugins.module_utils.traffic._client_server_argv import parse_info, parse_sink
+from ansible_collections.xdplab.testbed.plugins.module_utils.traffic._output_parsers import parse
 
 ROOT = Path(__file__).resolve().parents[2]
 P = f"h7x{os.getpid() % 100000}"

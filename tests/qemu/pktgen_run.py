@@ -25,7 +25,8 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "..", ".collections"))
 
-from ansible_collections.xdplab.testbed.plugins.module_utils import _parsers, _record  # noqa: E402
+from ansible_collections.xdplab.testbed.plugins.module_utils.results import _record_schema as _record  # noqa: E402
+from ansible_collections.xdplab.testbed.plugins.module_utils.traffic import _output_parsers as _parsers  # noqa: E402
 
 PG = "/proc/net/pktgen"
 

@@ -9,7 +9,10 @@ import textwrap
 import time
 
 import pytest
-from ansible_collections.xdplab.testbed.plugins.module_utils._tools import Interrupt, interrupt_after
+from ansible_collections.xdplab.testbed.plugins.module_utils.traffic._client_server_argv import (
+    Interrupt,
+    interrupt_after,
+)
 from ansible_collections.xdplab.testbed.plugins.modules import bench_run
 
 # A stand-in for testpmd: a slow start-up, then the sign, then one line per 0.1 s until SIGINT,

@@ -1,13 +1,13 @@
 # Copyright: xdplab.testbed contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""module_utils/_bpf.py pure parts: cpu lists, per-CPU buffers, counters, netlink attributes."""
+"""module_utils/xdp/_bpf.py pure parts: cpu lists, per-CPU buffers, counters, netlink attributes."""
 
 from __future__ import annotations
 
 import struct
 
 import pytest
-from ansible_collections.xdplab.testbed.plugins.module_utils import _bpf
+from ansible_collections.xdplab.testbed.plugins.module_utils.xdp import _bpf
 
 # Raw TCA_OPTIONS of a cls_bpf filter (tc_drop.o, direct-action) as the 6.18 kernel sent it, captured
 # from pyroute2 0.9.7 (which leaves TCA_BPF_ID undecoded): name, id 140, tag, flags, flags_gen.

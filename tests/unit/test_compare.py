@@ -1,6 +1,6 @@
 """Reading records back, matching, A/B in ns/packet, sweeps, noise (issue 3 items 3, 5, 7).
 
-Records are built with the lead's record writer (module_utils/_record.py), so
+Records are built with the lead's record writer (module_utils/results/_record_schema.py), so
 what is read here is what bench_run writes.
 """
 
@@ -10,13 +10,18 @@ import json
 import random
 
 import pytest
-from ansible_collections.xdplab.testbed.plugins.module_utils._compare import compare_records, match, noise, sweep_tables
-from ansible_collections.xdplab.testbed.plugins.module_utils._record import (
+from ansible_collections.xdplab.testbed.plugins.module_utils.results._compare import (
+    compare_records,
+    match,
+    noise,
+    sweep_tables,
+)
+from ansible_collections.xdplab.testbed.plugins.module_utils.results._record_files import RecordError, load_results
+from ansible_collections.xdplab.testbed.plugins.module_utils.results._record_schema import (
     build_record,
     record_filename,
     write_json_atomic,
 )
-from ansible_collections.xdplab.testbed.plugins.module_utils._records_io import RecordError, load_results
 
 ENV_A = {"cpu_model": "AMD EPYC", "cpu_mhz": 2596.1, "kernel": "6.18.44", "ethtool": {"veth0": {"ring": {"rx": 256}}}}
 ENV_B = {**ENV_A, "kernel": "6.18.44+patched"}

@@ -1,11 +1,11 @@
-"""Counter specs, ethtool -S parsing and CPU shares (module_utils/_counters.py)."""
+"""Counter specs, ethtool -S parsing and CPU shares (module_utils/traffic/_dut_counters.py)."""
 
 from __future__ import annotations
 
 import json
 
 import pytest
-from ansible_collections.xdplab.testbed.plugins.module_utils._counters import (
+from ansible_collections.xdplab.testbed.plugins.module_utils.traffic._dut_counters import (
     CounterError,
     check_spec,
     counter_delta,

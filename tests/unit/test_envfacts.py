@@ -1,4 +1,4 @@
-"""Environment fingerprint from a captured host tree (module_utils/_envfacts.py).
+"""Environment fingerprint from a captured host tree (module_utils/results/_environment.py).
 
 The tree is built from files read on this test VM (6.18 kernel, 2 vCPUs) plus
 small, clearly synthetic values where the VM has no such file (cpufreq, tuned,
@@ -13,7 +13,7 @@ import json
 from pathlib import Path
 
 import pytest
-from ansible_collections.xdplab.testbed.plugins.module_utils import _envfacts as ef
+from ansible_collections.xdplab.testbed.plugins.module_utils.results import _environment as ef
 
 CPUINFO = """processor\t: 0
 vendor_id\t: AuthenticAMD

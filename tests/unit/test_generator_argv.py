@@ -1,4 +1,4 @@
-"""Generator argv/config builders (plugins/module_utils/_generators.py), issue 2 item 5.
+"""Generator argv/config builders (plugins/module_utils/traffic/_xdpgen_trafgen_argv.py), issue 2 item 5.
 
 Cases are data: params in, the exact argv (or the error naming the bad value) out.
 The trafgen configuration is also checked by its frame layout: the byte count it
@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 
 import pytest
-from ansible_collections.xdplab.testbed.plugins.module_utils._generators import (
+from ansible_collections.xdplab.testbed.plugins.module_utils.traffic._xdpgen_trafgen_argv import (
     PARAM_KEYS,
     GeneratorParamError,
     normalize_params,

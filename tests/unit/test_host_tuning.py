@@ -8,7 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from ansible_collections.xdplab.testbed.plugins.module_utils import _tuning_host as th
+from ansible_collections.xdplab.testbed.plugins.module_utils.tuning import _host_knobs as th
 
 # /proc/modules of a Debian 12 host with iptables-nft and conntrack loaded (trimmed, real format).
 PROC_MODULES = """\

@@ -9,8 +9,8 @@ from __future__ import annotations
 import os
 
 import pytest
-from ansible_collections.xdplab.testbed.plugins.module_utils import _tuning
-from ansible_collections.xdplab.testbed.plugins.module_utils import _tuning_host as th
+from ansible_collections.xdplab.testbed.plugins.module_utils.tuning import _host_knobs as th
+from ansible_collections.xdplab.testbed.plugins.module_utils.tuning import _plan_and_snapshots as _tuning
 from ansible_collections.xdplab.testbed.plugins.modules import host_tuning
 
 PROC_MODULES = """\

@@ -25,7 +25,8 @@ from unittest import mock
 import pytest
 from ansible.module_utils import basic
 from ansible.module_utils.testing import patch_module_args
-from ansible_collections.xdplab.testbed.plugins.module_utils import _ledger, _parsers
+from ansible_collections.xdplab.testbed.plugins.module_utils.state import _ledger
+from ansible_collections.xdplab.testbed.plugins.module_utils.traffic import _output_parsers as _parsers
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -101,17 +102,17 @@ def test_parsers_on_corrupted_captures(data):
 # ---- ledger entries / lock ------------------------------------------------------------------------
 
 @pytest.mark.parametrize(("module", "name", "valid"), [
-    ("_ledger", "_NAME_RE", "xdplab-dut"),
-    ("_counters", "_NAME_RE", "veth0"),
-    ("_counters", "_STAT_RE", "rx_packets"),
-    ("_generators", "_IFNAME", "veth0"),
-    ("_generators", "_MAC", "02:00:00:00:00:01"),
-    ("_pktgen", "_IFNAME", "eth0"),
-    ("_pktgen", "_MAC", "02:00:00:00:00:01"),
-    ("_topology", "_MAC_RE", "02:00:00:00:00:01"),
-    ("_tuning", "_KEY_RE", "nic-host-eth0"),
-    ("_tuning_host", "CMDLINE_KEYS_RE", "isolcpus"),
-    ("_record", "RUN_ID_RE", "20261130T020000Z-abcdef"),
+    ("state._ledger", "_NAME_RE", "xdplab-dut"),
+    ("traffic._dut_counters", "_NAME_RE", "veth0"),
+    ("traffic._dut_counters", "_STAT_RE", "rx_packets"),
+    ("traffic._xdpgen_trafgen_argv", "_IFNAME", "veth0"),
+    ("traffic._xdpgen_trafgen_argv", "_MAC", "02:00:00:00:00:01"),
+    ("traffic._pktgen_proc", "_IFNAME", "eth0"),
+    ("traffic._pktgen_proc", "_MAC", "02:00:00:00:00:01"),
+    ("testbed._topology", "_MAC_RE", "02:00:00:00:00:01"),
+    ("tuning._plan_and_snapshots", "_KEY_RE", "nic-host-eth0"),
+    ("tuning._host_knobs", "CMDLINE_KEYS_RE", "isolcpus"),
+    ("results._record_schema", "RUN_ID_RE", "20261130T020000Z-abcdef"),
 ])
 def test_validators_reject_a_trailing_newline(module, name, valid):
     """`$` matches before a final newline: every validator anchors with \\Z (found by hypothesis: the

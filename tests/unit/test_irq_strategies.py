@@ -10,7 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from ansible_collections.xdplab.testbed.plugins.module_utils import _irq
+from ansible_collections.xdplab.testbed.plugins.module_utils.tuning import _irq_strategies as _irq
 
 INTERRUPTS = """\
            CPU0       CPU1       CPU2       CPU3       CPU4       CPU5       CPU6       CPU7

@@ -6,7 +6,7 @@ import os
 from pathlib import Path
 
 import pytest
-from ansible_collections.xdplab.testbed.plugins.module_utils import _kernel
+from ansible_collections.xdplab.testbed.plugins.module_utils.kernel import _build_logic as _kernel
 
 FIXTURE = Path(__file__).resolve().parents[2] / "files" / "patches" / "fixture"
 

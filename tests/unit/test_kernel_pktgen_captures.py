@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from ansible_collections.xdplab.testbed.plugins.module_utils import _parsers
+from ansible_collections.xdplab.testbed.plugins.module_utils.traffic import _output_parsers as _parsers
 
 FIX = Path(__file__).resolve().parent / "fixtures" / "pktgen"
 

@@ -1,4 +1,4 @@
-"""State ledger entries, teardown order and the run lock (module_utils/_ledger.py)."""
+"""State ledger entries, teardown order and the run lock (module_utils/state/_ledger.py)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import subprocess
 import time
 
 import pytest
-from ansible_collections.xdplab.testbed.plugins.module_utils._ledger import (
+from ansible_collections.xdplab.testbed.plugins.module_utils.state._ledger import (
     LedgerError,
     LockHeld,
     acquire,

@@ -11,7 +11,8 @@ import re
 from pathlib import Path
 
 import pytest
-from ansible_collections.xdplab.testbed.plugins.module_utils import _ethtool, _tuning
+from ansible_collections.xdplab.testbed.plugins.module_utils.tuning import _ethtool_netlink as _ethtool
+from ansible_collections.xdplab.testbed.plugins.module_utils.tuning import _plan_and_snapshots as _tuning
 from ansible_collections.xdplab.testbed.plugins.modules import nic_tuning
 
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from ansible_collections.xdplab.testbed.plugins.module_utils._parsers import TOOLS, ParseError, parse
+from ansible_collections.xdplab.testbed.plugins.module_utils.traffic._output_parsers import TOOLS, ParseError, parse
 
 FIX = Path(__file__).parent / "fixtures"
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from ansible_collections.xdplab.testbed.plugins.module_utils._parsers import ParseError, parse
+from ansible_collections.xdplab.testbed.plugins.module_utils.traffic._output_parsers import ParseError, parse
 
 FIXTURES = Path(__file__).parent / "fixtures" / "xdpgen"
 

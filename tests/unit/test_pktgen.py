@@ -9,7 +9,7 @@ import threading
 from pathlib import Path
 
 import pytest
-from ansible_collections.xdplab.testbed.plugins.module_utils._pktgen import (
+from ansible_collections.xdplab.testbed.plugins.module_utils.traffic._pktgen_proc import (
     Pktgen,
     PktgenError,
     check_spec,

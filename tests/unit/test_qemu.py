@@ -8,7 +8,7 @@ import stat
 from pathlib import Path
 
 import pytest
-from ansible_collections.xdplab.testbed.plugins.module_utils import _qemu
+from ansible_collections.xdplab.testbed.plugins.module_utils.kernel import _qemu_guest as _qemu
 
 
 def _bzimage(tmp_path, good=True):
@@ -204,7 +204,11 @@ def test_run_reports_a_stalled_boot(tmp_path):
 
 def test_a_checkout_under_a_guest_tmpfs_is_shared_at_the_same_path(tmp_path):
     """Found by a CI run from a clone in /tmp: the guest mounts a fresh tmpfs on /tmp, hiding it."""
-    from ansible_collections.xdplab.testbed.plugins.module_utils._qemu import GuestSpec, all_shares, init_script
+    from ansible_collections.xdplab.testbed.plugins.module_utils.kernel._qemu_guest import (
+        GuestSpec,
+        all_shares,
+        init_script,
+    )
 
     spec = GuestSpec(kernel="/nonexistent", command="true", rundir=str(tmp_path), chdir=str(tmp_path))
     assert str(tmp_path).startswith("/tmp/")

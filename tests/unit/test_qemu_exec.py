@@ -8,7 +8,7 @@ from unittest import mock
 
 import pytest
 from ansible.module_utils.testing import patch_module_args
-from ansible_collections.xdplab.testbed.plugins.module_utils import _qemu
+from ansible_collections.xdplab.testbed.plugins.module_utils.kernel import _qemu_guest as _qemu
 from ansible_collections.xdplab.testbed.plugins.modules import qemu_exec
 
 

@@ -1,4 +1,4 @@
-"""Result record v1 building and atomic writing (module_utils/_record.py)."""
+"""Result record v1 building and atomic writing (module_utils/results/_record_schema.py)."""
 
 from __future__ import annotations
 
@@ -6,8 +6,8 @@ import json
 import os
 
 import pytest
-from ansible_collections.xdplab.testbed.plugins.module_utils import _record
-from ansible_collections.xdplab.testbed.plugins.module_utils._record import (
+from ansible_collections.xdplab.testbed.plugins.module_utils.results import _record_schema as _record
+from ansible_collections.xdplab.testbed.plugins.module_utils.results._record_schema import (
     RUN_ID_RE,
     SCHEMA,
     build_record,

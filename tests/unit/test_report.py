@@ -12,13 +12,13 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from ansible_collections.xdplab.testbed.plugins.module_utils import _report
-from ansible_collections.xdplab.testbed.plugins.module_utils._record import (
+from ansible_collections.xdplab.testbed.plugins.module_utils.results import _report
+from ansible_collections.xdplab.testbed.plugins.module_utils.results._record_files import RecordError, atomic_write
+from ansible_collections.xdplab.testbed.plugins.module_utils.results._record_schema import (
     build_record,
     record_filename,
     write_json_atomic,
 )
-from ansible_collections.xdplab.testbed.plugins.module_utils._records_io import RecordError, atomic_write
 
 REPO = Path(__file__).resolve().parents[2]
 ENV = {"cpu_model": "AMD EPYC", "cpu_mhz": 2596.142, "cpus_online": 2, "smt": "notsupported",

@@ -1,9 +1,9 @@
-"""Cutting a DUT counter series into per-repetition bursts (module_utils/_sampling.py)."""
+"""Cutting a DUT counter series into per-repetition bursts (module_utils/traffic/_counter_bursts.py)."""
 
 from __future__ import annotations
 
 import pytest
-from ansible_collections.xdplab.testbed.plugins.module_utils._sampling import (
+from ansible_collections.xdplab.testbed.plugins.module_utils.traffic._counter_bursts import (
     SamplingError,
     bound_label,
     find_bursts,

@@ -10,7 +10,7 @@ import math
 import random
 
 import pytest
-from ansible_collections.xdplab.testbed.plugins.module_utils._stats import (
+from ansible_collections.xdplab.testbed.plugins.module_utils.results._statistics import (
     StatsError,
     aa_false_positive_rate,
     normal_quantile,

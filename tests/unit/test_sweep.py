@@ -5,8 +5,8 @@ from __future__ import annotations
 import collections
 
 import pytest
-from ansible_collections.xdplab.testbed.plugins.module_utils._record import build_record
-from ansible_collections.xdplab.testbed.plugins.module_utils._sweep import (
+from ansible_collections.xdplab.testbed.plugins.module_utils.results._record_schema import build_record
+from ansible_collections.xdplab.testbed.plugins.module_utils.results._sweep import (
     SweepError,
     check_budget,
     expand,

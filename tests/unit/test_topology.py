@@ -11,7 +11,7 @@ import copy
 import itertools
 
 import pytest
-from ansible_collections.xdplab.testbed.plugins.module_utils._topology import (
+from ansible_collections.xdplab.testbed.plugins.module_utils.testbed._topology import (
     Action,
     TopologyError,
     normalize,

@@ -9,7 +9,7 @@ import json
 import os
 
 import pytest
-from ansible_collections.xdplab.testbed.plugins.module_utils import _tuning as t
+from ansible_collections.xdplab.testbed.plugins.module_utils.tuning import _plan_and_snapshots as t
 
 # A multi-queue NIC as read through ethtool netlink (_ethtool.read_nic_raw shape).
 NIC = {

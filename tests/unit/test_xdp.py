@@ -1,6 +1,6 @@
 # Copyright: xdplab.testbed contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""module_utils/_xdp.py: ELF program listing, program selection, map entry encoding, attach plan;
+"""module_utils/xdp/_program_objects.py: ELF program listing, program selection, map entry encoding, attach plan;
 and the xdp_prog module's detach path with a mocked run_command."""
 
 from __future__ import annotations
@@ -10,7 +10,8 @@ import struct
 from types import SimpleNamespace
 
 import pytest
-from ansible_collections.xdplab.testbed.plugins.module_utils import _bpf, _xdp
+from ansible_collections.xdplab.testbed.plugins.module_utils.xdp import _bpf
+from ansible_collections.xdplab.testbed.plugins.module_utils.xdp import _program_objects as _xdp
 from ansible_collections.xdplab.testbed.plugins.modules import xdp_prog
 
 STT_FUNC, STT_OBJECT, STB_LOCAL, STB_GLOBAL = 2, 1, 0, 1

@@ -5,15 +5,15 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from ansible_collections.xdplab.testbed.plugins.module_utils._generators import GeneratorParamError
-from ansible_collections.xdplab.testbed.plugins.module_utils._parsers import parse
-from ansible_collections.xdplab.testbed.plugins.module_utils._tools import (
+from ansible_collections.xdplab.testbed.plugins.module_utils.traffic._client_server_argv import (
     client_argv,
     parse_info,
     parse_sink,
     parser_for,
     server_argv,
 )
+from ansible_collections.xdplab.testbed.plugins.module_utils.traffic._output_parsers import parse
+from ansible_collections.xdplab.testbed.plugins.module_utils.traffic._xdpgen_trafgen_argv import GeneratorParamError
 
 FIX = Path(__file__).parent / "fixtures" / "xsk"
 MAC = "02:00:00:00:00:02"

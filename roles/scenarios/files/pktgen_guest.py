@@ -40,8 +40,9 @@ def _collections_root(here: str) -> str:
 
 sys.path.insert(0, _collections_root(os.path.dirname(os.path.abspath(__file__))))
 
-from ansible_collections.xdplab.testbed.plugins.module_utils import _record, _sweep  # noqa: E402
-from ansible_collections.xdplab.testbed.plugins.module_utils._pktgen import (  # noqa: E402
+from ansible_collections.xdplab.testbed.plugins.module_utils.results import _record_schema as _record  # noqa: E402
+from ansible_collections.xdplab.testbed.plugins.module_utils.results import _sweep  # noqa: E402
+from ansible_collections.xdplab.testbed.plugins.module_utils.traffic._pktgen_proc import (  # noqa: E402
     Pktgen,
     PktgenError,
     check_spec,

@@ -28,7 +28,7 @@ import subprocess
 import time
 from dataclasses import dataclass, field
 
-from ansible_collections.xdplab.testbed.plugins.module_utils import _ledger
+from ansible_collections.xdplab.testbed.plugins.module_utils.state import _ledger
 
 OUT_TAG = "xdplab_out"
 GUEST_TMPFS = ("/tmp", "/run", "/var/tmp")  # noqa: S108 - mount points in the guest, not used on the host

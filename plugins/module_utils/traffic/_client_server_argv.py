@@ -21,7 +21,7 @@ import shlex
 from dataclasses import dataclass
 from typing import Any
 
-from ansible_collections.xdplab.testbed.plugins.module_utils._generators import (
+from ansible_collections.xdplab.testbed.plugins.module_utils.traffic._xdpgen_trafgen_argv import (
     ETH_IP_UDP_LEN,
     MIN_PKT_SIZE,
     GeneratorParamError,
@@ -249,7 +249,7 @@ def interrupt_after(tool: str, params: dict) -> Interrupt | None:
 
 _CLIENTS = {"xskgen": xskgen_argv, "udpgen": udpgen_argv, "sockperf": sockperf_argv,
             "iperf3": iperf3_argv, "testpmd": testpmd_argv}
-# The parser (module_utils/_parsers.py) of each tool's output; udpgen prints the xskgen line.
+# The parser (module_utils/traffic/_output_parsers.py) of each tool's output; udpgen prints the xskgen line.
 _PARSERS = {"xskgen": "xskgen", "udpgen": "xskgen", "sockperf": "sockperf", "iperf3": "iperf3",
             "testpmd": "testpmd"}
 

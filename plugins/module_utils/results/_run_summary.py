@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 import os
 
-from ansible_collections.xdplab.testbed.plugins.module_utils._record import SCHEMA
+from ansible_collections.xdplab.testbed.plugins.module_utils.results._record_schema import SCHEMA
 
 HEADER = ("scenario", "variant", "pps", "ns/packet", "+-ns (95%)", "n", "bound", "loss")
 

@@ -25,7 +25,11 @@ from __future__ import annotations
 import errno
 from typing import Any
 
-from ansible_collections.xdplab.testbed.plugins.module_utils._tuning import BOOL_KEYS, MAXIMA, SCALAR_KEYS
+from ansible_collections.xdplab.testbed.plugins.module_utils.tuning._plan_and_snapshots import (
+    BOOL_KEYS,
+    MAXIMA,
+    SCALAR_KEYS,
+)
 
 try:
     from pyroute2.netlink import NLM_F_ACK, NLM_F_REQUEST, genlmsg

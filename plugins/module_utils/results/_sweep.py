@@ -19,7 +19,7 @@ import itertools
 import json
 from typing import Any
 
-from ansible_collections.xdplab.testbed.plugins.module_utils._record import build_record, record_filename
+from ansible_collections.xdplab.testbed.plugins.module_utils.results._record_schema import build_record, record_filename
 
 __all__ = ["SweepError", "expand", "plan", "estimate", "check_budget", "merge_record", "point_key"]
 

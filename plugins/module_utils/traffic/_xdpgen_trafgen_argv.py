@@ -204,7 +204,7 @@ def trafgen_config(params: dict[str, Any]) -> str:
     sport = str(p["sport"]) if p["flows"] == 1 else f"dinc({p['sport']}, {p['sport'] + p['flows'] - 1})"
     payload = p["pkt_size"] - ETH_IP_UDP_LEN
     return (
-        "/* xdplab.testbed trafgen configuration (rendered by module_utils/_generators.py) */\n"
+        "/* xdplab.testbed trafgen configuration (rendered by module_utils/traffic/_xdpgen_trafgen_argv.py) */\n"
         f"/* {p['pkt_size']}-byte Ethernet/IPv4/UDP frames, FCS not included */\n"
         "{\n"
         f"  eth({eth}),\n"

@@ -16,7 +16,7 @@ import re
 import secrets
 from typing import Any
 
-from ansible_collections.xdplab.testbed.plugins.module_utils._stats import summarize
+from ansible_collections.xdplab.testbed.plugins.module_utils.results._statistics import summarize
 
 SCHEMA = "xdplab.result/v1"
 _SLUG_BAD = re.compile(r"[^A-Za-z0-9_.=-]+")
@@ -103,7 +103,7 @@ def write_json_atomic(path: str, data: Any, mode: int = 0o644) -> str:
     A reader sees either the old file or the whole new one, never a truncated file.
     """
     # _records_io reads records (and imports SCHEMA from here): import it when writing, not at load.
-    from ansible_collections.xdplab.testbed.plugins.module_utils._records_io import atomic_write
+    from ansible_collections.xdplab.testbed.plugins.module_utils.results._record_files import atomic_write
 
     os.makedirs(os.path.dirname(os.path.abspath(path)), mode=0o755, exist_ok=True)
 

@@ -26,7 +26,7 @@ import threading
 import time
 from typing import Any, Protocol
 
-from ansible_collections.xdplab.testbed.plugins.module_utils._parsers import ParseError, parse
+from ansible_collections.xdplab.testbed.plugins.module_utils.traffic._output_parsers import ParseError, parse
 
 __all__ = ["PG_DIR", "PktgenError", "check_spec", "device_names", "commands", "Pktgen", "cpu_times", "cpu_share"]
 

@@ -16,14 +16,14 @@ import io
 import json
 from typing import Any
 
-from ansible_collections.xdplab.testbed.plugins.module_utils._compare import (
+from ansible_collections.xdplab.testbed.plugins.module_utils.results._compare import (
     METHOD_TEXT,
     compare_records,
     match,
     noise,
     sweep_tables,
 )
-from ansible_collections.xdplab.testbed.plugins.module_utils._records_io import load_results
+from ansible_collections.xdplab.testbed.plugins.module_utils.results._record_files import load_results
 
 FORMATS = ("text", "markdown", "csv", "png")
 

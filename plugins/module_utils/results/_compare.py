@@ -14,9 +14,9 @@ import math
 from collections import defaultdict
 from typing import Any
 
-from ansible_collections.xdplab.testbed.plugins.module_utils._envfacts import fingerprint_diff
-from ansible_collections.xdplab.testbed.plugins.module_utils._records_io import RecordError, params_key
-from ansible_collections.xdplab.testbed.plugins.module_utils._stats import (
+from ansible_collections.xdplab.testbed.plugins.module_utils.results._environment import fingerprint_diff
+from ansible_collections.xdplab.testbed.plugins.module_utils.results._record_files import RecordError, params_key
+from ansible_collections.xdplab.testbed.plugins.module_utils.results._statistics import (
     aa_false_positive_rate,
     ns_samples,
     repetitions_needed,

@@ -17,8 +17,8 @@ import tempfile
 from collections.abc import Callable
 from typing import Any
 
-from ansible_collections.xdplab.testbed.plugins.module_utils._record import SCHEMA  # noqa: E402
-from ansible_collections.xdplab.testbed.plugins.module_utils._stats import StatsError, check_samples, summarize
+from ansible_collections.xdplab.testbed.plugins.module_utils.results._record_schema import SCHEMA  # noqa: E402
+from ansible_collections.xdplab.testbed.plugins.module_utils.results._statistics import StatsError, check_samples, summarize
 
 INCOMPLETE_MARKER = "INCOMPLETE"
 RUN_META = "run.json"

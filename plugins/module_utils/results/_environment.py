@@ -347,7 +347,7 @@ def live_xdp(ifname: str) -> dict | None:
 
 
 def live_ethtool(ifname: str) -> dict:
-    from ansible_collections.xdplab.testbed.plugins.module_utils._ethtool import read_nic_state
+    from ansible_collections.xdplab.testbed.plugins.module_utils.tuning._ethtool_netlink import read_nic_state
 
     return read_nic_state(ifname)
 

@@ -1,0 +1,2 @@
+"""Results: the record v1 schema and files, statistics, comparisons, reports, sweeps, the end-of-run
+summary and the environment fingerprint. Never imports state; may read NICs through tuning."""

@@ -19,13 +19,14 @@ from ansible import constants as C
 from ansible.errors import AnsibleError
 from ansible.module_utils.common.text.converters import to_text
 from ansible.plugins.action import ActionBase
+from ansible.utils.display import Display
+from ansible_collections.xdplab.testbed.plugins.module_utils.common._atomic_files import write_json_atomic
 from ansible_collections.xdplab.testbed.plugins.module_utils.results._record_schema import (
     build_record,
     iso,
     new_run_id,
     record_filename,
     utcnow,
-    write_json_atomic,
 )
 from ansible_collections.xdplab.testbed.plugins.module_utils.traffic._bench_run_spec import (
     ACTION_REQUIRED_IF,
@@ -50,6 +51,7 @@ from ansible_collections.xdplab.testbed.plugins.module_utils.traffic._xdpgen_tra
     xdpgen_argv,
 )
 
+display = Display()
 MODULE = "xdplab.testbed.bench_run"
 SAMPLER = "xdplab.testbed.bench_sample"
 SERVER = "xdplab.testbed.bench_server"
@@ -60,6 +62,8 @@ SAMPLER_SLACK = 8.0
 PLUMBING = ("dst_mac", "src_mac")
 # The sampler gives up when the counter has not moved for lead + gap + this many seconds.
 STALL_MARGIN = 4.0
+# Tries of a point whose DUT sampler started after the generator (each with three times the lead).
+LATE_SAMPLER_ATTEMPTS = 3
 # A tool stopped after its own readiness sign (testpmd) may take this long to start on a loaded
 # machine: allowed per repetition in the sampler's limits, never inside the measured window.
 STARTUP_ALLOWANCE = 30.0
@@ -270,8 +274,28 @@ class ActionModule(ActionBase):
         return dict(counter=args["counter"], ethtool_interfaces=args.get("ethtool_interfaces", []), **extra)
 
     def _continuous(self, args, module_args, reps, params, task_vars):
-        window = float(params.get("duration") or 0) or float(args.get("timeout", 120)) / 2
+        """Run the generator while the DUT counter is sampled. A sampler that started only after the
+        generator (its module start-up outran the lead on a loaded host: its first reading is later
+        than the first run's start) measured nothing: the point is run again with a longer lead."""
         lead = float(args.get("lead", 1.0))
+        for attempt in range(LATE_SAMPLER_ATTEMPTS):
+            runs, samp = self._continuous_once(args, module_args, reps, params, task_vars, lead)
+            late = (runs is None and isinstance(samp.get("sampler"), dict) and samp.get("runs")
+                    and self._sampler_was_late(samp["sampler"], samp["runs"]))
+            if not late or attempt == LATE_SAMPLER_ATTEMPTS - 1:
+                return runs, samp
+            lead *= 3
+            display.warning(f"bench_run: the DUT sampler on {args['dut']} started after the generator; "
+                            f"running the point again with a {lead:.1f} s lead")
+        return runs, samp
+
+    @staticmethod
+    def _sampler_was_late(sampler: dict, runs: list[dict]) -> bool:
+        first_read, first_run = sampler.get("started_epoch"), runs[0].get("started_epoch")
+        return isinstance(first_read, (int, float)) and isinstance(first_run, (int, float)) and first_read > first_run
+
+    def _continuous_once(self, args, module_args, reps, params, task_vars, lead):
+        window = float(params.get("duration") or 0) or float(args.get("timeout", 120)) / 2
         startup = STARTUP_ALLOWANCE if interrupt_after(args.get("tool", "xdpgen"), params) else 0.0
         max_duration = lead + reps * (window + float(args.get("gap", 0.6)) + startup) + SAMPLER_SLACK
         holder: dict = {}

@@ -2,7 +2,7 @@
 /*
  * xdplab.h: common definitions for the xdplab.testbed BPF programs.
  *
- * CONTRACT (relied on by plugins/module_utils/_bpf.py and the bench role):
+ * CONTRACT (relied on by plugins/module_utils/xdp/_bpf.py and the bench role):
  * every program has a BPF_MAP_TYPE_PERCPU_ARRAY named xdplab_stats,
  * key __u32 = XDP action code (0 aborted, 1 drop, 2 pass, 3 tx, 4 redirect),
  * value struct xdplab_counter, max_entries 5. Each packet a program returns

@@ -20,7 +20,7 @@
  * bytes = packets * pkt_size; gbps = bytes * 8 / seconds / 1e9 (no FCS,
  * preamble or inter-frame gap).
  *
- * Output contract (stdout), read by plugins/module_utils/_parsers.py:
+ * Output contract (stdout), read by plugins/module_utils/traffic/_output_parsers.py:
  *   xdpgen: thread <i> cpu <c> packets <N> seconds <S> pps <P>      (one per thread)
  *   xdpgen: packets=<N> bytes=<B> seconds=<S> pps=<P> gbps=<G> threads=<T> pkt_size=<Z>
  * Exit codes: 0 success (also after SIGINT/SIGTERM), 1 runtime error,

@@ -9,7 +9,7 @@
  * which step the kernel refused. libbpf is used only to load the tiny XDP
  * program of xsksink.
  *
- * Output contract (stdout), read by plugins/module_utils/_parsers.py
+ * Output contract (stdout), read by plugins/module_utils/traffic/_output_parsers.py
  * (parse_xskgen) and _servers.py (parse_sink):
  *   sent <N> packets <B> bits, took <S> sec, <G> gbps <M> mpps
  *   recv <N> packets <B> bits, took <S> sec, <G> gbps <M> mpps     (sinks, one per burst)

@@ -2,6 +2,7 @@
 
 Private to the xdplab.testbed collection: not a public API, may change without notice.
 
+    common    atomic file writes, shared by every step
     state     the ledger (undo log) and the run lock on each host
     testbed   namespaces, veth links and addresses of the virtual test bed
     kernel    kernel builds (patch series, Kconfig, build keys) and QEMU guests

@@ -103,8 +103,9 @@ import os
 import traceback
 
 from ansible.module_utils.basic import AnsibleModule, missing_required_lib
+from ansible_collections.xdplab.testbed.plugins.module_utils.common._atomic_files import atomic_write
 from ansible_collections.xdplab.testbed.plugins.module_utils.results import _report
-from ansible_collections.xdplab.testbed.plugins.module_utils.results._record_files import RecordError, atomic_write
+from ansible_collections.xdplab.testbed.plugins.module_utils.results._record_files import RecordError
 from ansible_collections.xdplab.testbed.plugins.module_utils.results._statistics import StatsError
 
 try:

@@ -18,7 +18,7 @@ description:
     one burst per repetition and cross-checks packets sent against packets the DUT counted. Each
     repetition is labelled C(generator-bound) (the DUT counted everything offered) or C(dut-bound)
     (loss above 1%).
-  - Returns a result record v1 (see DESIGN.md) and, with O(results_dir), writes it atomically on the
+  - Returns a result record v1 (see docs/architecture.md) and, with O(results_dir), writes it atomically on the
     controller.
 author: xdplab.testbed developers
 options:

@@ -196,6 +196,20 @@ import traceback
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.xdplab.testbed.plugins.module_utils.kernel import _qemu_guest as _qemu
+from ansible_collections.xdplab.testbed.plugins.module_utils.state import _ledger
+
+
+def ledger_tracker(ledger_dir: str):
+    """Record a running QEMU in the state ledger (its pid, the sha256 of its argv, and this module's
+    own pid and start time as owner), and drop the entry once the guest is reaped."""
+    def track(pid: int, argv: list[str]):
+        entry_path, _created = _ledger.record(ledger_dir, _ledger.qemu_entry(pid, argv))
+
+        def untrack() -> None:
+            if os.path.exists(entry_path):
+                os.unlink(entry_path)
+        return untrack
+    return track
 
 
 def main() -> None:
@@ -269,15 +283,15 @@ def main() -> None:
         try:
             if accel == "kvm":
                 res = _qemu.run(spec, timeout=p["timeout"], boot_timeout=p["kvm_boot_timeout"],
-                                ledger_dir=p["ledger_dir"])
+                                track=ledger_tracker(p["ledger_dir"]))
                 if res.boot_stalled and p["accel"] == "auto":
                     reason += ("; but the KVM guest did not reach its init "
                                f"({(res.qemu_output.strip().splitlines() or ['no qemu output'])[-1]}): "
                                "fell back to TCG")
                     accel = spec.accel = "tcg"
-                    res = _qemu.run(spec, timeout=p["timeout"], ledger_dir=p["ledger_dir"])
+                    res = _qemu.run(spec, timeout=p["timeout"], track=ledger_tracker(p["ledger_dir"]))
             else:
-                res = _qemu.run(spec, timeout=p["timeout"], ledger_dir=p["ledger_dir"])
+                res = _qemu.run(spec, timeout=p["timeout"], track=ledger_tracker(p["ledger_dir"]))
         except _qemu.QemuError as exc:
             module.fail_json(msg=str(exc))
         result = dict(

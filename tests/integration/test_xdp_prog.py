@@ -136,7 +136,7 @@ class Netns:
 
     def attachment(self, iface: str) -> dict:
         code = ("import json,sys; sys.path.insert(0, sys.argv[1]);"
-                "from ansible_collections.xdplab.testbed.plugins.module_utils import _bpf;"
+                "from ansible_collections.xdplab.testbed.plugins.module_utils.xdp import _bpf;"
                 "a = _bpf.xdp_attachment(sys.argv[2]); print(json.dumps(a.prog_ids))")
         return json.loads(self.exec(sys.executable, "-c", code, str(COLLECTIONS), iface).stdout)
 
@@ -371,7 +371,7 @@ def test_tc_drop_counts_on_ingress(objs, ns):
     ns.exec("tc", "filter", "add", "dev", "h1b", "ingress", "bpf", "direct-action",
             "obj", str(objs / "tc_drop.o"), "sec", "tc")
     code = ("import json,sys; sys.path.insert(0, sys.argv[1]);"
-            "from ansible_collections.xdplab.testbed.plugins.module_utils import _bpf;"
+            "from ansible_collections.xdplab.testbed.plugins.module_utils.xdp import _bpf;"
             "print(json.dumps([_bpf.tc_ingress_prog_ids('h1b'), _bpf.read_tc_stats('h1b')]))")
     ids, s0 = json.loads(ns.exec(sys.executable, "-c", code, str(COLLECTIONS)).stdout)
     assert len(ids) == 1 and _bpf.prog_info(ids[0]).name == "tc_drop"

@@ -167,7 +167,7 @@ def test_netdevsim_readback_matches_envfacts_reader(nsim):
     """The verify read-back and the fingerprint's ethtool part are the same function."""
     ifname, _ = nsim
     sys.path.insert(0, str(ROOT / ".collections"))
-    from ansible_collections.xdplab.testbed.plugins.module_utils import _ethtool
+    from ansible_collections.xdplab.testbed.plugins.module_utils.tuning import _ethtool_netlink as _ethtool
 
     view = _ethtool.read_nic_state(ifname)
     assert set(view) >= {"coalesce", "ring", "pause", "channels", "features"}

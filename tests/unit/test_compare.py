@@ -10,6 +10,7 @@ import json
 import random
 
 import pytest
+from ansible_collections.xdplab.testbed.plugins.module_utils.common._atomic_files import write_json_atomic
 from ansible_collections.xdplab.testbed.plugins.module_utils.results._compare import (
     compare_records,
     match,
@@ -20,7 +21,6 @@ from ansible_collections.xdplab.testbed.plugins.module_utils.results._record_fil
 from ansible_collections.xdplab.testbed.plugins.module_utils.results._record_schema import (
     build_record,
     record_filename,
-    write_json_atomic,
 )
 
 ENV_A = {"cpu_model": "AMD EPYC", "cpu_mhz": 2596.1, "kernel": "6.18.44", "ethtool": {"veth0": {"ring": {"rx": 256}}}}

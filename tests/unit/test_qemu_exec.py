@@ -22,8 +22,9 @@ def _result(**kw):
 def _run_module(args, probe=(False, "no kvm"), results=(), tmp_path=None):
     calls = []
 
-    def fake_run(spec, timeout, boot_timeout=None, ledger_dir=None):
-        assert ledger_dir == args.get("ledger_dir", "/var/lib/xdplab/ledger")
+    def fake_run(spec, timeout, boot_timeout=None, track=None):
+        # The module hands the guest runner a tracker that records QEMU in its ledger directory.
+        assert track is not None
         calls.append((spec.accel, boot_timeout))
         return results[len(calls) - 1]
 
@@ -85,3 +86,12 @@ def test_nonzero_rc_allowed(tmp_path):
 def test_rundir_under_tmpfs_is_refused(tmp_path, rundir):
     res, calls = _run_module({"rundir": rundir}, results=[], tmp_path=tmp_path)
     assert res["failed"] and rundir in res["msg"] and calls == []
+
+
+def test_ledger_tracker_records_the_guest_while_it_runs(tmp_path):
+    ledger_dir = tmp_path / "ledger"
+    untrack = qemu_exec.ledger_tracker(str(ledger_dir))(4242, ["qemu-system-x86_64", "-kernel", "k"])
+    entries = [json.loads(p.read_text()) for p in ledger_dir.glob("*.json")]
+    assert len(entries) == 1 and entries[0]["kind"] == "qemu" and entries[0]["key"]["pid"] == 4242
+    untrack()
+    assert list(ledger_dir.glob("*.json")) == []

@@ -6,14 +6,14 @@ import json
 import os
 
 import pytest
-from ansible_collections.xdplab.testbed.plugins.module_utils.results import _record_schema as _record
+from ansible_collections.xdplab.testbed.plugins.module_utils.common import _atomic_files
+from ansible_collections.xdplab.testbed.plugins.module_utils.common._atomic_files import write_json_atomic
 from ansible_collections.xdplab.testbed.plugins.module_utils.results._record_schema import (
     RUN_ID_RE,
     SCHEMA,
     build_record,
     new_run_id,
     record_filename,
-    write_json_atomic,
 )
 
 
@@ -79,7 +79,7 @@ def test_atomic_write_leaves_old_file_on_failure(tmp_path, monkeypatch):
     def boom(*_a, **_k):
         raise OSError("disk full")
 
-    monkeypatch.setattr(_record.os, "replace", boom)
+    monkeypatch.setattr(_atomic_files.os, "replace", boom)
     with pytest.raises(OSError, match="disk full"):
         write_json_atomic(str(path), {"a": 2})
     assert json.loads(path.read_text()) == {"a": 1}

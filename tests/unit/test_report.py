@@ -12,12 +12,12 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from ansible_collections.xdplab.testbed.plugins.module_utils.common._atomic_files import atomic_write, write_json_atomic
 from ansible_collections.xdplab.testbed.plugins.module_utils.results import _report
-from ansible_collections.xdplab.testbed.plugins.module_utils.results._record_files import RecordError, atomic_write
+from ansible_collections.xdplab.testbed.plugins.module_utils.results._record_files import RecordError
 from ansible_collections.xdplab.testbed.plugins.module_utils.results._record_schema import (
     build_record,
     record_filename,
-    write_json_atomic,
 )
 
 REPO = Path(__file__).resolve().parents[2]

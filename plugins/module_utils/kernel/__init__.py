@@ -1,3 +1,2 @@
 """Kernels under test: patch series, Kconfig checks and build keys (_build_logic), and QEMU guests
-that boot them (_qemu_guest). Imports nothing else of module_utils except state, for QEMU guests'
-ledger entries."""
+that boot them (_qemu_guest; its caller records the guest in the ledger). Imports only common."""

@@ -26,9 +26,8 @@ import signal
 import stat
 import subprocess
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
-
-from ansible_collections.xdplab.testbed.plugins.module_utils.state import _ledger
 
 OUT_TAG = "xdplab_out"
 GUEST_TMPFS = ("/tmp", "/run", "/var/tmp")  # noqa: S108 - mount points in the guest, not used on the host
@@ -367,13 +366,14 @@ def _seen(path: str, mark: str) -> bool:
 
 
 def run(spec: GuestSpec, timeout: float, boot_timeout: float | None = None,
-        ledger_dir: str | None = None) -> GuestResult:
+        track: Callable[[int, list[str]], Callable[[], None]] | None = None) -> GuestResult:
     """Boot, run, collect. QEMU is killed at the deadline and always reaped.
 
     With ``boot_timeout``, a guest whose init has not announced itself on the console by then is
     killed and the result says ``boot_stalled`` (used to fall back from a KVM that hangs to TCG).
-    With ``ledger_dir``, the QEMU process is recorded in the state ledger while it runs, so that
-    if this process is killed, teardown (ledger ``cleaned``) kills the orphaned guest."""
+    With ``track``, ``track(pid, argv)`` is called once QEMU has started and the function it returns
+    when QEMU is gone: qemu_exec records the process in the state ledger that way, so that if this
+    process is killed, teardown (ledger ``cleaned``) kills the orphaned guest."""
     argv, console_log = prepare(spec)
     qemu_log = os.path.join(spec.rundir, "qemu.log")
     for path in (console_log, qemu_log):
@@ -385,10 +385,10 @@ def run(spec: GuestSpec, timeout: float, boot_timeout: float | None = None,
         proc = subprocess.Popen(  # noqa: S603 - argv list, validated spec
             argv, stdin=subprocess.DEVNULL, stdout=qlog, stderr=subprocess.STDOUT, start_new_session=True
         )
-    entry_path = None
+    untrack = None
     try:
-        if ledger_dir is not None:
-            entry_path, _created = _ledger.record(ledger_dir, _ledger.qemu_entry(proc.pid, argv))
+        if track is not None:
+            untrack = track(proc.pid, argv)
         booted = boot_timeout is None
         while proc.poll() is None:
             elapsed = time.monotonic() - start
@@ -406,8 +406,8 @@ def run(spec: GuestSpec, timeout: float, boot_timeout: float | None = None,
     finally:
         if proc.poll() is None:
             _kill_group(proc)
-        if entry_path is not None and os.path.exists(entry_path):
-            os.unlink(entry_path)
+        if untrack is not None:
+            untrack()
     duration = time.monotonic() - start
     out = os.path.join(spec.rundir, "out")
 

@@ -3,7 +3,7 @@
 #
 # PRIVATE to the xdplab.testbed collection: not a public API, may change without notice.
 #
-# The environment fingerprint of a host (DESIGN.md "environment keys"): read from
+# The environment fingerprint of a host (docs/architecture.md "Result record v1"): read from
 # procfs/sysfs/etc and, for interfaces, ethtool netlink, SIOCETHTOOL drvinfo and
 # IFLA_XDP. Every value is read from the host; what the host cannot tell is
 # omitted, never invented. File reads go through ``root`` so unit tests can
@@ -329,7 +329,7 @@ def interface_facts(ifname: str, r: SystemReader, *,
 
 def live_xdp(ifname: str) -> dict | None:
     """{mode, prog_id, program, tag} of the XDP program on ifname, or None when none is attached."""
-    from ansible_collections.xdplab.testbed.plugins.module_utils import _bpf
+    from ansible_collections.xdplab.testbed.plugins.module_utils.xdp import _bpf
 
     att = _bpf.xdp_attachment(ifname)
     if not att.mode or not att.prog_id:

@@ -13,18 +13,20 @@ from __future__ import annotations
 import json
 import math
 import os
-import tempfile
-from collections.abc import Callable
 from typing import Any
 
 from ansible_collections.xdplab.testbed.plugins.module_utils.results._record_schema import SCHEMA  # noqa: E402
-from ansible_collections.xdplab.testbed.plugins.module_utils.results._statistics import StatsError, check_samples, summarize
+from ansible_collections.xdplab.testbed.plugins.module_utils.results._statistics import (
+    StatsError,
+    check_samples,
+    summarize,
+)
 
 INCOMPLETE_MARKER = "INCOMPLETE"
 RUN_META = "run.json"
 
 __all__ = ["RecordError", "SCHEMA", "validate_record", "load_record", "load_results",
-           "params_key", "atomic_write"]
+           "params_key"]
 
 
 class RecordError(ValueError):
@@ -120,29 +122,6 @@ def load_results(path: str, allow_incomplete: bool = False) -> list[dict]:
 def params_key(params: dict) -> str:
     """Canonical text of a params dict, for matching records by params."""
     return json.dumps(params, sort_keys=True, separators=(",", ":"), default=str)
-
-
-def atomic_write(dest: str, writer: Callable[[str], None], mode: int = 0o644) -> str:
-    """Call writer(temp_path) on a temp file beside dest, then rename it over dest.
-
-    On any error the temp file is removed and dest is left as it was.
-    """
-    directory = os.path.dirname(os.path.abspath(dest)) or "."
-    if not os.path.isdir(directory):
-        raise RecordError(f"{dest}: directory {directory} does not exist")
-    fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=os.path.splitext(dest)[1], dir=directory)
-    os.close(fd)
-    try:
-        writer(tmp)
-        os.chmod(tmp, mode)
-        os.replace(tmp, dest)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except FileNotFoundError:
-            pass
-        raise
-    return dest
 
 
 def finite(x: Any) -> bool:

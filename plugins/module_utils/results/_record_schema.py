@@ -2,7 +2,7 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """Result record v1: building, naming and atomic writing. Private to the xdplab.testbed collection.
 
-The record format is a contract (DESIGN.md "Result record v1"); reading and validating records for
+The record format is a contract (docs/architecture.md "Result record v1"); reading and validating records for
 comparison and reports lives beside the statistics in _stats / _report.
 """
 
@@ -11,7 +11,6 @@ from __future__ import annotations
 import datetime as _dt
 import hashlib
 import json
-import os
 import re
 import secrets
 from typing import Any
@@ -95,23 +94,3 @@ def build_record(
                 raise ValueError(f"extra key {key!r} would overwrite a record v1 field")
             record[key] = value
     return record
-
-
-def write_json_atomic(path: str, data: Any, mode: int = 0o644) -> str:
-    """Write JSON to a temp file in the same directory, fsync, then rename over ``path``.
-
-    A reader sees either the old file or the whole new one, never a truncated file.
-    """
-    # _records_io reads records (and imports SCHEMA from here): import it when writing, not at load.
-    from ansible_collections.xdplab.testbed.plugins.module_utils.results._record_files import atomic_write
-
-    os.makedirs(os.path.dirname(os.path.abspath(path)), mode=0o755, exist_ok=True)
-
-    def writer(tmp: str) -> None:
-        with open(tmp, "w", encoding="utf-8") as fh:
-            json.dump(data, fh, indent=2, sort_keys=False)
-            fh.write("\n")
-            fh.flush()
-            os.fsync(fh.fileno())
-
-    return atomic_write(path, writer, mode)

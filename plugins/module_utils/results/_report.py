@@ -6,7 +6,7 @@
 # Reports from result records: the data (sweep rows, A/B comparisons, noise,
 # environment block) and its renderings: plain text for a mailing-list cover
 # letter (environment first), Markdown, CSV and PNG (matplotlib, Agg backend).
-# Files are written atomically by the caller through _records_io.atomic_write.
+# Files are written atomically by the caller through common._atomic_files.atomic_write.
 """Report building and rendering for xdplab.testbed results."""
 
 from __future__ import annotations

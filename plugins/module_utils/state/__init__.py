@@ -1,2 +1,2 @@
 """The state ledger (what the collection created or changed on a host, recorded before acting, with
-what undoing needs) and the run lock. Imports nothing else of module_utils."""
+what undoing needs) and the run lock. Imports only common."""

@@ -24,7 +24,7 @@ import socket
 import tempfile
 from dataclasses import dataclass
 
-from ansible_collections.xdplab.testbed.plugins.module_utils.results._record_schema import write_json_atomic
+from ansible_collections.xdplab.testbed.plugins.module_utils.common._atomic_files import write_json_atomic
 
 DEFAULT_DIR = "/var/lib/xdplab/ledger"
 DEFAULT_LOCK = "/run/xdplab/run.lock"

@@ -88,7 +88,7 @@ def make_reader(spec: dict, run_command: Callable | None = None) -> Callable[[],
         netdev_stat(spec["interface"], spec["stat"])  # fail now, naming the interface
         return lambda: netdev_stat(spec["interface"], spec["stat"])
     if kind in ("xdp", "tc"):
-        from ansible_collections.xdplab.testbed.plugins.module_utils import _bpf
+        from ansible_collections.xdplab.testbed.plugins.module_utils.xdp import _bpf
 
         try:
             reader = _bpf.StatsReader(spec["interface"], hook=kind)

@@ -25,7 +25,7 @@ from __future__ import annotations
 import errno
 from typing import Any
 
-from ansible_collections.xdplab.testbed.plugins.module_utils.tuning._plan_and_snapshots import (
+from ansible_collections.xdplab.testbed.plugins.module_utils.tuning._nic_knobs import (
     BOOL_KEYS,
     MAXIMA,
     SCALAR_KEYS,

@@ -33,22 +33,16 @@ from ansible_collections.xdplab.testbed.plugins.module_utils.traffic._bench_run_
     ACTION_SPEC,
     GENERATOR_SPEC,
 )
-from ansible_collections.xdplab.testbed.plugins.module_utils.traffic._client_server_argv import (
-    CLIENT_TOOLS,
-    client_argv,
-    interrupt_after,
-    server_argv,
-)
+from ansible_collections.xdplab.testbed.plugins.module_utils.traffic._client_server_argv import server_argv
 from ansible_collections.xdplab.testbed.plugins.module_utils.traffic._counter_bursts import (
     SamplingError,
     bound_label,
     find_bursts,
 )
 from ansible_collections.xdplab.testbed.plugins.module_utils.traffic._dut_counters import CounterError, check_spec
+from ansible_collections.xdplab.testbed.plugins.module_utils.traffic._generator_table import command, interrupt_after
 from ansible_collections.xdplab.testbed.plugins.module_utils.traffic._xdpgen_trafgen_argv import (
     GeneratorParamError,
-    trafgen_argv,
-    xdpgen_argv,
 )
 
 display = Display()
@@ -71,12 +65,8 @@ STARTUP_ALLOWANCE = 30.0
 
 def check_generator_params(tool: str, params: dict) -> None:
     """Raise GeneratorParamError naming the bad value, as the generator module would."""
-    if tool == "xdpgen":
-        xdpgen_argv(params)
-    elif tool == "trafgen":
-        trafgen_argv(params, "trafgen.cfg")
-    elif tool in CLIENT_TOOLS:
-        client_argv(tool, params)
+    if tool != "command":
+        command(tool, params)
 
 
 def check_server(spec: dict | None, sampler: str) -> None:

@@ -204,22 +204,17 @@ from ansible_collections.xdplab.testbed.plugins.module_utils.traffic._bench_run_
     GENERATOR_REQUIRED_IF,
     GENERATOR_SPEC,
 )
-from ansible_collections.xdplab.testbed.plugins.module_utils.traffic._client_server_argv import (
-    CLIENT_TOOLS,
-    Interrupt,
-    client_argv,
-    interrupt_after,
-    parse_info,
-    parser_for,
-)
+from ansible_collections.xdplab.testbed.plugins.module_utils.traffic._client_server_argv import parse_info
 from ansible_collections.xdplab.testbed.plugins.module_utils.traffic._dut_counters import cpu_shares, read_proc_stat
-from ansible_collections.xdplab.testbed.plugins.module_utils.traffic._output_parsers import ParseError, parse
-from ansible_collections.xdplab.testbed.plugins.module_utils.traffic._xdpgen_trafgen_argv import (
-    GeneratorParamError,
-    trafgen_argv,
-    trafgen_config,
-    xdpgen_argv,
+from ansible_collections.xdplab.testbed.plugins.module_utils.traffic._generator_table import (
+    CONFIG,
+    Interrupt,
+    command,
+    generator,
+    interrupt_after,
 )
+from ansible_collections.xdplab.testbed.plugins.module_utils.traffic._output_parsers import ParseError, parse
+from ansible_collections.xdplab.testbed.plugins.module_utils.traffic._xdpgen_trafgen_argv import GeneratorParamError
 
 
 def build_argv(module: AnsibleModule, conf_dir: str) -> tuple[list[str], str]:
@@ -227,16 +222,13 @@ def build_argv(module: AnsibleModule, conf_dir: str) -> tuple[list[str], str]:
     tool = p["tool"]
     if tool == "command":
         return list(p["command"]), p["parse_as"]
-    if tool == "xdpgen":
-        argv = xdpgen_argv(p["params"])
-    elif tool in CLIENT_TOOLS:
-        argv = client_argv(tool, p["params"])
-        tool = parser_for(tool)
-    else:
-        conf = os.path.join(conf_dir, "trafgen.cfg")
+    argv, config = command(tool, p["params"])
+    if config is not None:
+        conf = os.path.join(conf_dir, CONFIG)
         with open(conf, "w", encoding="utf-8") as fh:
-            fh.write(trafgen_config(p["params"]))
-        argv = trafgen_argv(p["params"], conf)
+            fh.write(config)
+        argv = [conf if a == CONFIG else a for a in argv]
+    tool = generator(tool).parser
     binary = p["binary"] or module.get_bin_path(argv[0])
     if not binary or not os.access(binary, os.X_OK):
         module.fail_json(msg=f"generator {argv[0]!r} not found (binary={p['binary']!r}); "

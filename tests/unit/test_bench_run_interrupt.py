@@ -9,7 +9,7 @@ import textwrap
 import time
 
 import pytest
-from ansible_collections.xdplab.testbed.plugins.module_utils.traffic._client_server_argv import (
+from ansible_collections.xdplab.testbed.plugins.module_utils.traffic._generator_table import (
     Interrupt,
     interrupt_after,
 )

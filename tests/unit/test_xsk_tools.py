@@ -6,14 +6,25 @@ from pathlib import Path
 
 import pytest
 from ansible_collections.xdplab.testbed.plugins.module_utils.traffic._client_server_argv import (
-    client_argv,
     parse_info,
     parse_sink,
-    parser_for,
     server_argv,
 )
+from ansible_collections.xdplab.testbed.plugins.module_utils.traffic._generator_table import GENERATORS, command
+from ansible_collections.xdplab.testbed.plugins.module_utils.traffic._output_parsers import TOOLS as PARSERS
 from ansible_collections.xdplab.testbed.plugins.module_utils.traffic._output_parsers import parse
 from ansible_collections.xdplab.testbed.plugins.module_utils.traffic._xdpgen_trafgen_argv import GeneratorParamError
+
+
+def client_argv(tool, params):
+    argv, config = command(tool, params)
+    assert config is None
+    return argv
+
+
+def parser_for(tool):
+    return GENERATORS[tool].parser
+
 
 FIX = Path(__file__).parent / "fixtures" / "xsk"
 MAC = "02:00:00:00:00:02"
@@ -138,3 +149,15 @@ def test_generator_outputs_parse_with_their_parser():
     udp = (FIX / "udpgen_count.txt").read_text()
     assert parse(parser_for("udpgen"), udp)["packets"] == 20000
     assert parse_info("udpgen", udp) == {"size": 64, "payload": 22, "batch": 64, "flows": 1, "send_errors": 0}
+
+
+def test_every_generator_row_names_a_parser_and_builds_its_default_argv():
+    for name, row in GENERATORS.items():
+        assert row.parser in PARSERS, name
+    argv, config = command("trafgen", {"interface": "veth0", "count": 10})
+    assert "--conf" in argv and config and "udp" not in argv[0]
+
+
+def test_unknown_generator_is_named_with_the_known_ones():
+    with pytest.raises(GeneratorParamError, match=r"unknown generator 'pktgun'; known: xdpgen, trafgen"):
+        command("pktgun", {})

@@ -5,7 +5,10 @@ Private to the xdplab.testbed collection."""
 
 from __future__ import annotations
 
-TOOLS = ["xdpgen", "trafgen", "xskgen", "udpgen", "sockperf", "iperf3", "testpmd", "command"]
+from ansible_collections.xdplab.testbed.plugins.module_utils.traffic._generator_table import GENERATORS
+
+# Every generator of the table, plus a command given as argv with the parser to read it.
+TOOLS = [*GENERATORS, "command"]
 
 # What the module on the generator host takes.
 GENERATOR_SPEC = dict(

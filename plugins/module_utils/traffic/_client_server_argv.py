@@ -18,7 +18,6 @@ from __future__ import annotations
 import math
 import re
 import shlex
-from dataclasses import dataclass
 from typing import Any
 
 from ansible_collections.xdplab.testbed.plugins.module_utils.traffic._xdpgen_trafgen_argv import (
@@ -32,10 +31,9 @@ from ansible_collections.xdplab.testbed.plugins.module_utils.traffic._xdpgen_tra
     normalize_params,
 )
 
-__all__ = ["CLIENT_TOOLS", "SERVER_TOOLS", "client_argv", "server_argv", "parse_sink", "parse_info",
-           "parser_for"]
+__all__ = ["SERVER_TOOLS", "server_argv", "parse_sink", "parse_info", "xskgen_argv", "udpgen_argv",
+           "sockperf_argv", "iperf3_argv", "testpmd_argv"]
 
-CLIENT_TOOLS = ("xskgen", "udpgen", "sockperf", "iperf3", "testpmd")
 SERVER_TOOLS = ("xsksink", "udpsink", "sockperf", "iperf3")
 
 XSK_FRAME = 4096
@@ -194,9 +192,10 @@ def testpmd_argv(params: dict) -> list[str]:
     """DPDK testpmd (Debian: dpdk-dev), txonly over a net_af_xdp vdev on `interface`.
 
     testpmd has no time limit of its own: bench_run stops it with SIGINT `duration` seconds after
-    it reports forwarding (:func:`interrupt_after`); it then prints its final statistics. Port statistics every second,
-    the parser reads the last full-second Tx-pps. Without `hugepages: true` it runs on ordinary
-    memory (`--no-huge`, 1 GiB, a small mbuf pool), which is what a VM without hugepages has.
+    it reports forwarding (_generator_table.interrupt_after); it then prints its final statistics.
+    Port statistics every second, the parser reads the last full-second Tx-pps. Without
+    `hugepages: true` it runs on ordinary memory (`--no-huge`, 1 GiB, a small mbuf pool), which is
+    what a VM without hugepages has.
     """
     p = _check_keys("testpmd", params, _KEYS["testpmd"])
     iface = normalize_params({"interface": p.get("interface")})["interface"]
@@ -219,51 +218,6 @@ def testpmd_argv(params: dict) -> list[str]:
         argv.append(f"--tx-ip={_ipv4('src_ip', p.get('src_ip', '198.18.0.1'))},"
                     f"{_ipv4('dst_ip', p.get('dst_ip', '198.18.0.2'))}")
     return argv
-
-
-@dataclass(frozen=True)
-class Interrupt:
-    """How to end a tool that has no time limit of its own (testpmd).
-
-    The tool runs until its own output matches `ready` (its sign that packets are flowing), then
-    for `window` seconds, then gets SIGINT and prints its final statistics. Waiting for the sign,
-    rather than allowing a fixed start-up time, keeps the window whole on a loaded machine, where
-    EAL and port start-up can take longer than the window itself.
-    """
-
-    ready: re.Pattern
-    window: float
-
-
-# testpmd prints "<mode> packet forwarding - ports=N - cores=N ..." once its forwarding lcores run
-# (after "start packet forwarding", with --auto-start).
-_READY = {"testpmd": re.compile(r"^\w+ packet forwarding - ports=\d+", re.MULTILINE)}
-
-
-def interrupt_after(tool: str, params: dict) -> Interrupt | None:
-    """The readiness sign and window of `tool` when it must be stopped with SIGINT, else None."""
-    if tool in _READY:
-        return Interrupt(_READY[tool], _seconds("duration", params.get("duration", 5)))
-    return None
-
-
-_CLIENTS = {"xskgen": xskgen_argv, "udpgen": udpgen_argv, "sockperf": sockperf_argv,
-            "iperf3": iperf3_argv, "testpmd": testpmd_argv}
-# The parser (module_utils/traffic/_output_parsers.py) of each tool's output; udpgen prints the xskgen line.
-_PARSERS = {"xskgen": "xskgen", "udpgen": "xskgen", "sockperf": "sockperf", "iperf3": "iperf3",
-            "testpmd": "testpmd"}
-
-
-def client_argv(tool: str, params: dict) -> list[str]:
-    try:
-        build = _CLIENTS[tool]
-    except KeyError:
-        raise GeneratorParamError(f"unknown generator {tool!r}; known: {', '.join(CLIENT_TOOLS)}") from None
-    return build(params or {})
-
-
-def parser_for(tool: str) -> str:
-    return _PARSERS[tool]
 
 
 # ---------------------------------------------------------------------------- servers

@@ -1,0 +1,98 @@
+# Copyright: xdplab.testbed contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The generators bench_run drives: one row each, looked up by name.
+
+PRIVATE to the xdplab.testbed collection: not a public API, may change without notice.
+
+A row gives the argv builder (params -> argv, validating every value and naming the bad one), the
+output parser (a key of _output_parsers.TOOLS), an optional configuration file the tool reads
+(trafgen), and, for a tool without a time limit of its own (testpmd), its sign that packets are
+flowing. A new generator is one row here, its argv builder, its parser and their tests; the
+bench_run module, its action and its argument spec read everything from this table, in the spirit
+of community.general's cmd_runner format tables.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from ansible_collections.xdplab.testbed.plugins.module_utils.traffic._client_server_argv import (
+    iperf3_argv,
+    sockperf_argv,
+    testpmd_argv,
+    udpgen_argv,
+    xskgen_argv,
+)
+from ansible_collections.xdplab.testbed.plugins.module_utils.traffic._xdpgen_trafgen_argv import (
+    GeneratorParamError,
+    _seconds,
+    trafgen_argv,
+    trafgen_config,
+    xdpgen_argv,
+)
+
+# Where an argv names its configuration file; replaced by the real path when the file is written.
+CONFIG = "xdplab-generator.cfg"
+
+
+@dataclass(frozen=True)
+class Interrupt:
+    """How to end a tool that has no time limit of its own (testpmd).
+
+    The tool runs until its own output matches `ready` (its sign that packets are flowing), then
+    for `window` seconds, then gets SIGINT and prints its final statistics. Waiting for the sign,
+    rather than allowing a fixed start-up time, keeps the window whole on a loaded machine, where
+    EAL and port start-up can take longer than the window itself.
+    """
+
+    ready: re.Pattern
+    window: float
+
+
+@dataclass(frozen=True)
+class Generator:
+    name: str
+    argv: Callable[[dict], list[str]]
+    parser: str
+    config: Callable[[dict], str] | None = None
+    ready: re.Pattern | None = None
+
+
+GENERATORS: dict[str, Generator] = {g.name: g for g in (
+    Generator("xdpgen", xdpgen_argv, "xdpgen"),
+    Generator("trafgen", lambda p: trafgen_argv(p, CONFIG), "trafgen", config=trafgen_config),
+    Generator("xskgen", xskgen_argv, "xskgen"),
+    # udpgen prints xskgen's summary line.
+    Generator("udpgen", udpgen_argv, "xskgen"),
+    Generator("sockperf", sockperf_argv, "sockperf"),
+    Generator("iperf3", iperf3_argv, "iperf3"),
+    # testpmd prints "<mode> packet forwarding - ports=N - cores=N ..." once its forwarding lcores
+    # run (after "start packet forwarding", with --auto-start).
+    Generator("testpmd", testpmd_argv, "testpmd",
+              ready=re.compile(r"^\w+ packet forwarding - ports=\d+", re.MULTILINE)),
+)}
+
+
+def generator(name: str) -> Generator:
+    try:
+        return GENERATORS[name]
+    except KeyError:
+        raise GeneratorParamError(f"unknown generator {name!r}; known: {', '.join(GENERATORS)}") from None
+
+
+def command(name: str, params: dict | None) -> tuple[list[str], str | None]:
+    """(argv, configuration text or None) of generator `name`; argv names the file as CONFIG."""
+    row = generator(name)
+    params = params or {}
+    argv = row.argv(params)
+    return argv, (row.config(params) if row.config else None)
+
+
+def interrupt_after(name: str, params: dict) -> Interrupt | None:
+    """The readiness sign and window of a generator that must be stopped with SIGINT, else None."""
+    row = GENERATORS.get(name)
+    if row is None or row.ready is None:
+        return None
+    return Interrupt(row.ready, _seconds("duration", (params or {}).get("duration", 5)))

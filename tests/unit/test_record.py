@@ -84,3 +84,15 @@ def test_atomic_write_leaves_old_file_on_failure(tmp_path, monkeypatch):
         write_json_atomic(str(path), {"a": 2})
     assert json.loads(path.read_text()) == {"a": 1}
     assert sorted(p.name for p in tmp_path.iterdir()) == ["r.json"]  # no temp file left
+
+
+def test_run_id_filter_draws_a_new_id_or_checks_the_given_one():
+    from ansible.errors import AnsibleFilterError
+    from ansible_collections.xdplab.testbed.plugins.filter.run_id import run_id
+
+    new = run_id("")
+    assert RUN_ID_RE.match(new) and run_id(None) != new
+    assert run_id("20261201T010203Z-0a1b2c") == "20261201T010203Z-0a1b2c"
+    for bad in ("../../x", "20261201T010203Z-0A1B2C", "20261201T010203Z-0a1b2c\n", "x; rm -rf /", 7):
+        with pytest.raises(AnsibleFilterError, match="is not of the form"):
+            run_id(bad)

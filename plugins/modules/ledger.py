@@ -87,7 +87,10 @@ pending:
   type: list
   elements: dict
 kept:
-  description: With O(state=cleaned), QEMU entries kept because the process that runs the guest still lives.
+  description:
+    - With O(state=cleaned), QEMU entries kept because the process that runs the guest still lives, and
+      objects left alone because what now has their name is not what the collection created (a namespace
+      with another inode), with the reason.
   returned: always
   type: list
   elements: str
@@ -138,11 +141,22 @@ class Cleaner:
     def netns_exists(self, name: str) -> bool:
         return os.path.exists(os.path.join("/run/netns", name))
 
-    def remove(self, entry: dict) -> None:
+    @staticmethod
+    def netns_inode(name: str) -> int | None:
+        try:
+            return os.stat(os.path.join("/run/netns", name)).st_ino
+        except FileNotFoundError:
+            return None
+
+    def remove(self, entry: dict) -> str | None:
+        """Undo one entry; a reason when what is there now is not ours and was left alone."""
         kind, key, netns = entry["kind"], entry["key"], entry.get("netns")
         if netns and kind in ("xdp", "tc", "nft") and not self.netns_exists(netns):
-            return  # its namespace, and the object with it, is already gone
+            return None  # its namespace, and the object with it, is already gone
         if kind == "netns":
+            if self.netns_exists(key["name"]) and entry.get("inode") not in (None, self.netns_inode(key["name"])):
+                # Ours went away and another namespace took the name: not ours to delete.
+                return f"namespace {key['name']} is not the one this collection created (other inode)"
             if self.netns_exists(key["name"]):
                 rc, out, _ = self.module.run_command([self.ip, "netns", "pids", key["name"]])
                 for pid in out.split() if rc == 0 else []:
@@ -218,8 +232,11 @@ def main() -> None:
                     continue
                 changed = True
                 if not module.check_mode:
-                    cleaner.remove(entry)
+                    reason = cleaner.remove(entry)
                     os.unlink(path)
+                    if reason:
+                        kept.append(f"{describe(entry)}: {reason}")
+                        continue
                 removed.append(describe(entry))
     except LedgerError as exc:
         module.fail_json(msg=str(exc))

@@ -100,6 +100,17 @@ options:
     type: str
     choices: [present, absent]
     default: present
+  ledger_dir:
+    description:
+      - The state ledger directory. When given, every namespace this module creates is recorded there
+        before it is created (then with its inode), so that C(xdplab.testbed.ledger state=cleaned) can remove
+        it after a killed run; a namespace that already existed is not recorded and never removed.
+      - With O(state=absent), only namespaces recorded in the ledger are deleted; the others are kept and
+        listed in RV(kept).
+    type: path
+  run_id:
+    description: Run id written into the ledger entries (with O(ledger_dir)).
+    type: str
 attributes:
   check_mode:
     support: full
@@ -140,6 +151,12 @@ EXAMPLES = r"""
 """
 
 RETURN = r"""
+kept:
+  description: With O(ledger_dir) and O(state=absent), the namespaces left in place because no run of ours created them.
+  returned: always
+  type: list
+  elements: str
+  sample: [xdplab-dut]
 namespaces:
   description:
     - Per namespace of the spec, read from the kernel after the change (before it, in check mode).
@@ -172,6 +189,7 @@ import traceback
 from typing import Any
 
 from ansible.module_utils.basic import AnsibleModule, missing_required_lib
+from ansible_collections.xdplab.testbed.plugins.module_utils.state import _ledger
 from ansible_collections.xdplab.testbed.plugins.module_utils.testbed._topology import (
     Action,
     Topology,
@@ -467,6 +485,8 @@ def main() -> None:
             ),
             sysctls=dict(type="dict", default={}),
             state=dict(type="str", choices=["present", "absent"], default="present"),
+            ledger_dir=dict(type="path"),
+            run_id=dict(type="str"),
         ),
         supports_check_mode=True,
     )
@@ -486,14 +506,29 @@ def main() -> None:
     try:
         live = kernel.read(topo)
         actions = plan(topo, live, state)
-        result: dict[str, Any] = {"changed": bool(actions), "actions": [a.describe() for a in actions]}
+        ledger = module.params["ledger_dir"]
+        kept: list[str] = []
+        if ledger and state == "absent":
+            # Only what a run of ours created (the ledger says so) is deleted.
+            ours = {e["key"]["name"] for _, e in _ledger.entries(ledger) if e["kind"] == "netns"}
+            kept = sorted({a.netns for a in actions if a.op == "delete_netns" and a.netns not in ours})
+            actions = [a for a in actions if not (a.op == "delete_netns" and a.netns in kept)]
+        result: dict[str, Any] = {"changed": bool(actions), "actions": [a.describe() for a in actions],
+                                  "kept": kept}
         before = view_live(topo, live)
         if module.check_mode or not actions:
             after = view_desired(topo, live, state) if actions else before
             result["namespaces"] = report(live)
         else:
             for current in actions:
+                entry = _ledger.check_entry("netns", {"name": current.netns}) if ledger else None
+                if entry and current.op == "create_netns":
+                    path, _created = _ledger.record(ledger, entry, module.params["run_id"])  # before acting
                 kernel.apply(current, undo)
+                if entry and current.op == "create_netns":
+                    _ledger.annotate(path, inode=os.stat(netns_path(current.netns)).st_ino)
+                elif entry and current.op == "delete_netns":
+                    _ledger.forget(ledger, entry)
             current = None
             kernel.close()  # sockets of deleted/recreated namespaces are stale
             new = kernel.read(topo)
@@ -506,6 +541,10 @@ def main() -> None:
     except Exception as exc:
         left = kernel.rollback(undo)
         kernel.close()
+        ledger = module.params["ledger_dir"]
+        for kind, ns, _ifname in undo if ledger else []:
+            if kind == "netns" and not os.path.lexists(netns_path(ns)):  # rolled back: nothing to undo later
+                _ledger.forget(ledger, _ledger.check_entry("netns", {"name": ns}))
         where = f" at '{current.describe()}'" if current is not None else ""
         msg = f"netns_topology failed{where}: {exc}"
         if undo:

@@ -433,3 +433,68 @@ def test_role_namespace_name_too_long_is_named():
     assert f"'{prefix}gen'" in proc.stdout and "longer than 32" in proc.stdout
     assert [ns for ns in ours_in_netns_list() if ns.startswith(prefix)] == []
     assert ledger_entries(prefix) == [], "the ledger records namespaces that were never created"
+
+
+LEDGER_MODULE = ROOT / "plugins" / "modules" / "ledger.py"
+
+
+def run_ledger(args: dict) -> dict:
+    global MODULE
+    saved, MODULE = MODULE, LEDGER_MODULE
+    try:
+        return run_module(args, diff=False)
+    finally:
+        MODULE = saved
+
+
+def test_namespaces_are_recorded_before_creation_and_found_ones_are_never_removed(names, tmp_path):
+    """A namespace that existed before (with a process in it) is neither recorded nor deleted, by
+    state=absent or by the ledger's cleanup; the one the module created is recorded with its inode
+    and removed by the ledger's cleanup."""
+    ledger = str(tmp_path / "ledger")
+    found, made = names["gen"], names["dut"]
+    subprocess.run(["ip", "netns", "add", found], check=True)
+    sleeper = subprocess.Popen(["ip", "netns", "exec", found, "sleep", "300"])
+    try:
+        up = run_module({"namespaces": [found, made], "ledger_dir": ledger, "run_id": "20261201T000000Z-abcdef"})
+        assert up["rc"] == 0 and up["changed"], up
+        recorded = [json.loads(p.read_text()) for p in Path(ledger).glob("netns-*.json")]
+        assert [e["key"]["name"] for e in recorded] == [made]
+        assert recorded[0]["inode"] == os.stat(f"/run/netns/{made}").st_ino
+        assert recorded[0]["run_id"] == "20261201T000000Z-abcdef"
+
+        down = run_module({"namespaces": [found, made], "ledger_dir": ledger, "state": "absent"})
+        assert down["rc"] == 0 and down["kept"] == [found], down
+        assert found in ours_in_netns_list() and made not in ours_in_netns_list()
+        assert sleeper.poll() is None, "a process in the namespace found in place was killed"
+        assert list(Path(ledger).glob("netns-*.json")) == []
+
+        # Created again, then replaced behind the ledger's back by a namespace of the same name: the
+        # cleanup leaves the newcomer alone and says why.
+        assert run_module({"namespaces": [made], "ledger_dir": ledger})["rc"] == 0
+        subprocess.run(["ip", "netns", "del", made], check=True)
+        subprocess.run(["ip", "netns", "add", made], check=True)
+        cleaned = run_ledger({"state": "cleaned", "dir": ledger})
+        assert cleaned["rc"] == 0 and made in ours_in_netns_list(), cleaned
+        assert any("other inode" in k for k in cleaned["kept"]), cleaned
+        subprocess.run(["ip", "netns", "del", made], check=True)
+
+        # Created by the module, cleaned by the ledger: gone.
+        assert run_module({"namespaces": [made], "ledger_dir": ledger})["rc"] == 0
+        cleaned = run_ledger({"state": "cleaned", "dir": ledger})
+        assert cleaned["rc"] == 0 and made not in ours_in_netns_list(), cleaned
+        assert found in ours_in_netns_list() and sleeper.poll() is None
+    finally:
+        sleeper.kill()
+        sleeper.wait()
+
+
+def test_a_spec_failing_halfway_leaves_no_ledger_entry(names, tmp_path):
+    ledger = str(tmp_path / "ledger")
+    # A sysctl the namespace lacks fails only after the namespace was created and recorded: the
+    # rollback removes both.
+    out = run_module({"namespaces": [names["gen"]], "ledger_dir": ledger,
+                      "sysctls": {names["gen"]: {"net.ipv4.no_such_knob": "1"}}})
+    assert out["rc"] != 0 and "rolled back what this run created" in out["msg"], out
+    assert names["gen"] not in ours_in_netns_list()
+    assert list(Path(ledger).glob("*.json")) == []

@@ -23,6 +23,7 @@ import re
 import socket
 import tempfile
 from dataclasses import dataclass
+from typing import Any
 
 from ansible_collections.xdplab.testbed.plugins.module_utils.common._atomic_files import write_json_atomic
 
@@ -104,6 +105,24 @@ def record(directory: str, entry: dict, run_id: str | None = None) -> tuple[str,
         return path, False
     write_json_atomic(path, dict(entry, run_id=run_id, created=_now()), mode=0o600)
     return path, True
+
+
+def annotate(path: str, **fields: Any) -> None:
+    """Add what undoing needs, learnt after acting (a namespace's inode), to a recorded entry."""
+    with open(path, encoding="utf-8") as fh:
+        data = json.load(fh)
+    data.update(fields)
+    write_json_atomic(path, data, mode=0o600)
+
+
+def forget(directory: str, entry: dict) -> bool:
+    """Drop the entry of an object that is gone; True if there was one."""
+    path = os.path.join(directory, entry_id(entry))
+    try:
+        os.unlink(path)
+    except FileNotFoundError:
+        return False
+    return True
 
 
 def entries(directory: str) -> list[tuple[str, dict]]:

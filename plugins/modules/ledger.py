@@ -101,6 +101,7 @@ path:
 """
 
 import hashlib
+import json
 import os
 import signal
 import traceback
@@ -170,9 +171,20 @@ class Cleaner:
             for mode in ("xdpgeneric", "xdpdrv"):
                 self._run([*base, mode, "off"], ("Cannot find device", "does not exist"))
         elif kind == "tc":
-            tc = self.module.get_bin_path("tc", required=True)
-            self._run([tc, *(["-n", netns] if netns else []), "qdisc", "del", "dev", key["interface"], "clsact"],
-                      ("Cannot find", "No such file", "Invalid handle"))
+            tc = [self.module.get_bin_path("tc", required=True), *(["-n", netns] if netns else [])]
+            gone = ("Cannot find", "No such file", "Invalid handle")
+            if "pref" not in entry:  # an entry of an older run: the clsact qdisc was all it recorded
+                self._run([*tc, "qdisc", "del", "dev", key["interface"], "clsact"], gone)
+                return None
+            # packet_hook's entry: our filter, and the clsact qdisc only if we created it and no one
+            # else's filter is left on it.
+            self._run([*tc, "filter", "del", "dev", key["interface"], "ingress", "pref", str(entry["pref"]),
+                       "handle", str(entry["handle"]), "bpf"], (*gone, "Filter with specified priority"))
+            if entry.get("created_clsact"):
+                rc, out, _err = self.module.run_command([*tc, "-j", "filter", "show", "dev", key["interface"],
+                                                         "ingress"])
+                if rc == 0 and not json.loads(out or "[]"):
+                    self._run([*tc, "qdisc", "del", "dev", key["interface"], "clsact"], gone)
         elif kind == "nft":
             nft = self.module.get_bin_path("nft", required=True)
             self._run(self._in_netns(netns, [nft, "delete", "table", key["family"], key["table"]]),

@@ -97,13 +97,14 @@ def ensure_dir(path: str) -> None:
         raise LedgerError(f"ledger directory {path!r} is group/world-writable (mode {oct(st.st_mode & 0o777)})")
 
 
-def record(directory: str, entry: dict, run_id: str | None = None) -> tuple[str, bool]:
-    """Write the entry; returns (path, created). Re-recording the same object updates nothing."""
+def record(directory: str, entry: dict, run_id: str | None = None, **undo: Any) -> tuple[str, bool]:
+    """Write the entry, with what undoing needs (`undo`: what was found, what will be made);
+    returns (path, created). Re-recording the same object updates nothing."""
     ensure_dir(directory)
     path = os.path.join(directory, entry_id(entry))
     if os.path.exists(path):
         return path, False
-    write_json_atomic(path, dict(entry, run_id=run_id, created=_now()), mode=0o600)
+    write_json_atomic(path, dict(undo, **entry, run_id=run_id, created=_now()), mode=0o600)
     return path, True
 
 

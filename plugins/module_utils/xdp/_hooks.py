@@ -1,0 +1,114 @@
+# Copyright: xdplab.testbed contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The DUT's other datapath hooks compared with XDP: a cls_bpf filter on tc's clsact ingress and an
+nftables drop table. Pure logic of the packet_hook module: names checked, rulesets built, plans made.
+
+PRIVATE to the xdplab.testbed collection: not a public API, may change without notice.
+
+Every name that reaches an nftables ruleset or a tc command line is checked here first, against what
+the consumer can take, so a value can never add a statement, a rule or an option.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+# nftables identifiers (table, chain, counter names): a letter, then letters, digits and '_'.
+_NFT_NAME = re.compile(r"[A-Za-z][A-Za-z0-9_]{0,63}\Z")
+# Interface names the kernel accepts (dev_valid_name): 1-15 bytes, no '/', ':', whitespace, not '.'
+# or '..'; '%' is refused too (a kernel name template such as veth%d is not an interface), and '"'
+# (it would close the nftables string).
+_IFNAME_BAD = re.compile(r'[/:\s%"\\\x00-\x1f\x7f]')
+NFT_FAMILIES = ("inet", "netdev")
+NFT_HOOKS = ("prerouting", "ingress")
+# clsact's ingress parent, TC_H_MAKE(TC_H_CLSACT, TC_H_MIN_INGRESS).
+CLSACT_INGRESS = 0xFFFFFFF2
+
+
+class HookError(ValueError):
+    """Bad input or a foreign object in the way; the message names it."""
+
+
+def check_ifname(value: object) -> str:
+    if not isinstance(value, str):
+        raise HookError(f"interface must be a string, got {value!r}")
+    raw = value.encode("utf-8", "surrogateescape")
+    if not 1 <= len(raw) <= 15 or value in (".", "..") or _IFNAME_BAD.search(value) or value.startswith("-"):
+        raise HookError(f"interface {value!r} is not an interface name (1-15 bytes, no '/', ':', '%', '\"', "
+                        "whitespace or control characters, not '.' or '..', not starting with '-')")
+    return value
+
+
+def check_nft_name(what: str, value: object) -> str:
+    if not isinstance(value, str) or not _NFT_NAME.match(value):
+        raise HookError(f"nftables {what} {value!r} must be a letter followed by letters, digits or '_' "
+                        "(at most 64)")
+    return value
+
+
+def nft_ruleset(table: str, counter: str, hook: str, interface: str) -> tuple[str, str]:
+    """(family, ruleset) of a table that counts and drops everything arriving on `interface`.
+
+    hook 'prerouting': family inet, priority raw (the classic netfilter drop); 'ingress': family
+    netdev, the device's ingress hook, before the stack.
+    """
+    check_nft_name("table", table)
+    check_nft_name("counter", counter)
+    check_ifname(interface)
+    if hook == "ingress":
+        return "netdev", (
+            f"table netdev {table} {{\n"
+            f"  counter {counter} {{ }}\n"
+            f"  chain ingress {{\n"
+            f'    type filter hook ingress device "{interface}" priority -500; policy accept;\n'
+            f'    counter name "{counter}" drop\n'
+            f"  }}\n"
+            f"}}\n")
+    if hook == "prerouting":
+        return "inet", (
+            f"table inet {table} {{\n"
+            f"  counter {counter} {{ }}\n"
+            f"  chain prerouting {{\n"
+            f"    type filter hook prerouting priority raw; policy accept;\n"
+            f'    iifname "{interface}" counter name "{counter}" drop\n'
+            f"  }}\n"
+            f"}}\n")
+    raise HookError(f"nftables hook must be one of {', '.join(NFT_HOOKS)}, got {hook!r}")
+
+
+@dataclass(frozen=True)
+class TcFilter:
+    pref: int
+    handle: int
+    kind: str
+    name: str | None = None
+
+
+@dataclass(frozen=True)
+class TcPlan:
+    add_clsact: bool
+    add_filter: bool
+    reason: str
+
+
+def tc_plan(has_clsact: bool, filters: list[TcFilter], pref: int, handle: int, name: str) -> TcPlan:
+    """What to add for our cls_bpf filter at (pref, handle) named `name` (tc's "<object>:[<section>]").
+
+    A filter already at that pref and handle that is not ours (another kind, or another program) is
+    someone else's: refused, never replaced.
+    """
+    same = [f for f in filters if f.pref == pref and f.handle == handle]
+    if same:
+        f = same[0]
+        if f.kind != "bpf" or f.name != name:
+            raise HookError(f"tc ingress filter pref {pref} handle {handle:#x} is already taken by a {f.kind} "
+                            f"filter {f.name or ''!s} that this collection did not add: choose another pref/handle")
+        return TcPlan(False, False, "present")
+    return TcPlan(not has_clsact, True, "clsact added" if not has_clsact else "filter added")
+
+
+def tc_undo(created_clsact: bool, filters_left: list[TcFilter]) -> bool:
+    """Whether to delete the clsact qdisc after our filter went: only if we created it and nobody
+    else's filter hangs on it."""
+    return created_clsact and not filters_left

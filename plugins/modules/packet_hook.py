@@ -1,0 +1,323 @@
+#!/usr/bin/python
+# Copyright: xdplab.testbed contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+---
+module: packet_hook
+short_description: A tc (cls_bpf) or nftables drop hook on the DUT, recorded in the ledger before it is made
+version_added: "0.2.0"
+description:
+  - Puts the datapath hooks that the bench compares with XDP on an interface, and takes them away again,
+    touching only what it made.
+  - V(tc) adds a cls_bpf direct-action filter from a compiled object on the interface's clsact ingress,
+    adding the clsact qdisc only when the interface has none; a filter of someone else's at the same
+    preference and handle is refused, never replaced.
+  - V(nft) loads a table that counts (a named counter) and drops everything arriving on the interface, at
+    the inet prerouting hook (priority raw) or the netdev ingress hook; a table of that family and name that
+    this collection did not make (the host's firewall) is refused, never replaced.
+  - Before acting, the module records in the state ledger what undoing needs (whether it created the clsact
+    qdisc, the filter's preference and handle, the table), so that C(xdplab.testbed.ledger state=cleaned)
+    removes exactly that after a killed run. V(absent) removes only what the ledger says it made.
+  - Every name is checked before anything runs, and reaches the nftables ruleset or the tc command line only
+    in a form they cannot read as anything else.
+author:
+  - xdplab.testbed contributors (@xdplab)
+requirements:
+  - pyroute2 (reading qdiscs and filters)
+  - tc (iproute2) and nft (nftables)
+attributes:
+  check_mode:
+    support: full
+    description: Reads the interface's qdiscs, filters and tables and reports what it would do.
+  diff_mode:
+    support: none
+    description: Reports C(created) and C(removed) instead.
+options:
+  type:
+    description: The hook.
+    type: str
+    choices: [tc, nft]
+    required: true
+  interface:
+    description: The interface, in the network namespace the module runs in.
+    type: str
+    required: true
+  state:
+    description: V(present) makes the hook; V(absent) removes what the ledger says this collection made.
+    type: str
+    choices: [present, absent]
+    default: present
+  object:
+    description: With O(type=tc), the compiled BPF object holding the cls_bpf program.
+    type: path
+  section:
+    description: With O(type=tc), the ELF section of the program.
+    type: str
+    default: tc
+  pref:
+    description: With O(type=tc), the filter's preference.
+    type: int
+    default: 1
+  handle:
+    description: With O(type=tc), the filter's handle.
+    type: int
+    default: 1
+  table:
+    description: With O(type=nft), the table name.
+    type: str
+    default: xdplab_bench
+  counter:
+    description: With O(type=nft), the name of the counter of dropped packets.
+    type: str
+    default: xdplab_dropped
+  hook:
+    description: With O(type=nft), V(prerouting) (family inet, priority raw) or V(ingress) (family netdev).
+    type: str
+    choices: [prerouting, ingress]
+    default: prerouting
+  ledger_dir:
+    description: The state ledger directory.
+    type: path
+    default: /var/lib/xdplab/ledger
+  run_id:
+    description: Run id written into the ledger entry.
+    type: str
+"""
+
+EXAMPLES = r"""
+- name: Drop with tc (cls_bpf) on the DUT port
+  xdplab.testbed.packet_hook:
+    type: tc
+    interface: veth0
+    object: /var/lib/xdplab/xdp/tc_drop.o
+
+- name: Drop with nftables on the DUT port
+  xdplab.testbed.packet_hook:
+    type: nft
+    interface: veth0
+    hook: prerouting
+
+- name: Take the tc hook away again
+  xdplab.testbed.packet_hook:
+    type: tc
+    interface: veth0
+    state: absent
+"""
+
+RETURN = r"""
+created:
+  description: What the module made (V(clsact), V(filter), V(table)).
+  returned: always
+  type: list
+  elements: str
+  sample: [clsact, filter]
+removed:
+  description: What the module removed.
+  returned: always
+  type: list
+  elements: str
+family:
+  description: With O(type=nft), the table's family.
+  returned: when O(type=nft)
+  type: str
+  sample: inet
+"""
+
+import json
+import os
+import traceback
+
+from ansible.module_utils.basic import AnsibleModule, missing_required_lib
+from ansible_collections.xdplab.testbed.plugins.module_utils.state import _ledger
+from ansible_collections.xdplab.testbed.plugins.module_utils.tuning._plan_and_snapshots import current_netns_name
+from ansible_collections.xdplab.testbed.plugins.module_utils.xdp import _hooks
+from ansible_collections.xdplab.testbed.plugins.module_utils.xdp._program_objects import XdpError, elf_programs
+
+try:
+    from pyroute2 import IPRoute
+except ImportError:
+    IPRoute = None
+
+C_ENV = {"LC_ALL": "C", "LANG": "C"}
+
+
+class Hook:
+    def __init__(self, module: AnsibleModule) -> None:
+        self.module = module
+        self.p = module.params
+        here = current_netns_name()
+        self.netns = None if here == "host" else here
+
+    def run(self, argv: list[str], what: str, data: str | None = None) -> str:
+        rc, out, err = self.module.run_command(argv, data=data, environ_update=C_ENV, binary_data=data is not None)
+        if rc != 0:
+            self.module.fail_json(msg=f"{what} failed (rc {rc}): {err.strip() or out.strip()}", rc=rc, stdout=out,
+                                  stderr=err, cmd=argv)
+        return out
+
+    def entry(self) -> dict:
+        key = {"interface": self.p["interface"]}
+        if self.p["type"] == "nft":
+            key = {"family": self.family, "table": self.p["table"]}
+        return _ledger.check_entry(self.p["type"], key, self.netns)
+
+    def recorded(self) -> dict | None:
+        path = os.path.join(self.p["ledger_dir"], _ledger.entry_id(self.entry()))
+        try:
+            with open(path, encoding="utf-8") as fh:
+                return json.load(fh)
+        except FileNotFoundError:
+            return None
+
+    # -- tc ------------------------------------------------------------------------------------
+    def tc_state(self) -> tuple[bool, list[_hooks.TcFilter]]:
+        with IPRoute() as ipr:
+            found = ipr.link_lookup(ifname=self.p["interface"])
+            if not found:
+                self.module.fail_json(msg=f"interface {self.p['interface']!r} not found in this network namespace")
+            qdiscs = ipr.get_qdiscs(index=found[0])
+            has = any(q.get_attr("TCA_KIND") == "clsact" for q in qdiscs)
+            filters = []
+            if has:
+                for f in ipr.get_filters(index=found[0], parent=_hooks.CLSACT_INGRESS):
+                    if not f["handle"]:
+                        continue  # the chain/preference header, not a filter
+                    opts = f.get_attr("TCA_OPTIONS")
+                    name = opts.get_attr("TCA_BPF_NAME") if opts is not None and hasattr(opts, "get_attr") else None
+                    filters.append(_hooks.TcFilter(f["info"] >> 16, f["handle"], f.get_attr("TCA_KIND"), name))
+        return has, filters
+
+    def tc_present(self) -> dict:
+        obj = self.p["object"]
+        if not obj or not os.path.isfile(obj):
+            raise _hooks.HookError(f"object {obj!r} not found (type=tc needs the compiled cls_bpf object)")
+        with open(obj, "rb") as fh:
+            progs = [p for p in elf_programs(fh.read(), obj) if p.section == self.p["section"]]
+        if len(progs) != 1:
+            raise _hooks.HookError(f"{obj}: {len(progs)} programs in section {self.p['section']!r}, need one")
+        has, filters = self.tc_state()
+        # tc names a cls_bpf filter "<object file>:[<section>]".
+        plan = _hooks.tc_plan(has, filters, self.p["pref"], self.p["handle"],
+                              f"{os.path.basename(obj)}:[{self.p['section']}]")
+        created = (["clsact"] if plan.add_clsact else []) + (["filter"] if plan.add_filter else [])
+        if created and not self.module.check_mode:
+            before = self.recorded()
+            made_clsact = plan.add_clsact or bool(before and before.get("created_clsact"))
+            path, fresh = _ledger.record(self.p["ledger_dir"], self.entry(), self.p["run_id"],  # before acting
+                                         created_clsact=made_clsact, pref=self.p["pref"], handle=self.p["handle"])
+            if not fresh:
+                _ledger.annotate(path, created_clsact=made_clsact, pref=self.p["pref"], handle=self.p["handle"])
+            tc = self.module.get_bin_path("tc", required=True)
+            if plan.add_clsact:
+                self.run([tc, "qdisc", "add", "dev", self.p["interface"], "clsact"], "adding the clsact qdisc")
+            self.run([tc, "filter", "add", "dev", self.p["interface"], "ingress", "pref", str(self.p["pref"]),
+                      "handle", str(self.p["handle"]), "bpf", "da", "obj", obj, "sec", self.p["section"]],
+                     f"adding the cls_bpf filter of {obj}")
+        return {"changed": bool(created), "created": created, "removed": []}
+
+    def tc_absent(self) -> dict:
+        entry = self.recorded()
+        if entry is None:
+            return {"changed": False, "created": [], "removed": []}
+        removed = []
+        has, filters = self.tc_state()
+        pref, handle = entry.get("pref", self.p["pref"]), entry.get("handle", self.p["handle"])
+        tc = self.module.get_bin_path("tc", required=True)
+        ours = [f for f in filters if f.pref == pref and f.handle == handle]
+        if ours:
+            removed.append("filter")
+            if not self.module.check_mode:
+                self.run([tc, "filter", "del", "dev", self.p["interface"], "ingress", "pref", str(pref),
+                          "handle", str(handle), "bpf"], "removing the cls_bpf filter")
+        left = [f for f in filters if f not in ours]
+        if has and _hooks.tc_undo(bool(entry.get("created_clsact")), left):
+            removed.append("clsact")
+            if not self.module.check_mode:
+                self.run([tc, "qdisc", "del", "dev", self.p["interface"], "clsact"], "removing the clsact qdisc")
+        if not self.module.check_mode:
+            _ledger.forget(self.p["ledger_dir"], self.entry())
+        return {"changed": True, "created": [], "removed": removed}
+
+    # -- nft -----------------------------------------------------------------------------------
+    def nft_tables(self) -> set[tuple[str, str]]:
+        nft = self.module.get_bin_path("nft", required=True)
+        data = json.loads(self.run([nft, "-j", "list", "tables"], "listing the nftables tables") or "{}")
+        return {(t["table"]["family"], t["table"]["name"]) for t in data.get("nftables", []) if "table" in t}
+
+    def nft_present(self) -> dict:
+        self.family, ruleset = _hooks.nft_ruleset(self.p["table"], self.p["counter"], self.p["hook"],
+                                                  self.p["interface"])
+        exists = (self.family, self.p["table"]) in self.nft_tables()
+        if exists and self.recorded() is None:
+            raise _hooks.HookError(f"nftables table {self.family} {self.p['table']} exists and this collection did "
+                                   "not make it (another tool's or the host's firewall): choose another table name")
+        if exists:
+            return {"changed": False, "created": [], "removed": [], "family": self.family}
+        if not self.module.check_mode:
+            _ledger.record(self.p["ledger_dir"], self.entry(), self.p["run_id"])  # before acting
+            self.run([self.module.get_bin_path("nft", required=True), "-f", "-"], "loading the nftables table",
+                     data=ruleset)
+        return {"changed": True, "created": ["table"], "removed": [], "family": self.family}
+
+    def nft_absent(self) -> dict:
+        self.family = "netdev" if self.p["hook"] == "ingress" else "inet"
+        _hooks.check_nft_name("table", self.p["table"])
+        if self.recorded() is None:
+            return {"changed": False, "created": [], "removed": [], "family": self.family}
+        removed = []
+        if (self.family, self.p["table"]) in self.nft_tables():
+            removed.append("table")
+            if not self.module.check_mode:
+                self.run([self.module.get_bin_path("nft", required=True), "delete", "table", self.family,
+                          self.p["table"]], "removing the nftables table")
+        if not self.module.check_mode:
+            _ledger.forget(self.p["ledger_dir"], self.entry())
+        return {"changed": True, "created": [], "removed": removed, "family": self.family}
+
+
+def main() -> None:
+    module = AnsibleModule(
+        argument_spec=dict(
+            type=dict(type="str", choices=["tc", "nft"], required=True),
+            interface=dict(type="str", required=True),
+            state=dict(type="str", choices=["present", "absent"], default="present"),
+            object=dict(type="path"),
+            section=dict(type="str", default="tc"),
+            pref=dict(type="int", default=1),
+            handle=dict(type="int", default=1),
+            table=dict(type="str", default="xdplab_bench"),
+            counter=dict(type="str", default="xdplab_dropped"),
+            hook=dict(type="str", choices=["prerouting", "ingress"], default="prerouting"),
+            ledger_dir=dict(type="path", default="/var/lib/xdplab/ledger"),
+            run_id=dict(type="str"),
+        ),
+        required_if=[("type", "tc", ("object",), True)],
+        supports_check_mode=True,
+    )
+    p = module.params
+    if IPRoute is None and p["type"] == "tc":
+        module.fail_json(msg=missing_required_lib("pyroute2"))
+    try:
+        _hooks.check_ifname(p["interface"])
+        for name in ("pref", "handle"):
+            if not 1 <= p[name] <= 0xFFFF:
+                raise _hooks.HookError(f"{name} must be 1..65535, got {p[name]!r}")
+        if p["type"] == "tc" and not p["section"].replace("/", "").replace("_", "").isalnum():
+            raise _hooks.HookError(f"section {p['section']!r} is not an ELF section name")
+        hook = Hook(module)
+        if p["type"] == "tc":
+            result = hook.tc_present() if p["state"] == "present" else hook.tc_absent()
+        else:
+            result = hook.nft_present() if p["state"] == "present" else hook.nft_absent()
+    except (_hooks.HookError, _ledger.LedgerError, XdpError) as exc:
+        module.fail_json(msg=str(exc), interface=p["interface"])
+    except Exception as exc:  # noqa: BLE001 - one top-level handler, reported with traceback
+        module.fail_json(msg=f"packet_hook {p['type']} {p['state']}: {exc}", exception=traceback.format_exc())
+    module.exit_json(interface=p["interface"], **result)
+
+
+if __name__ == "__main__":
+    main()

@@ -51,7 +51,7 @@ options:
     choices: [present, absent]
     default: present
   object:
-    description: With O(type=tc), the compiled BPF object holding the cls_bpf program.
+    description: With O(type=tc) and O(state=present), the compiled BPF object holding the cls_bpf program.
     type: path
   section:
     description: With O(type=tc), the ELF section of the program.
@@ -294,7 +294,6 @@ def main() -> None:
             ledger_dir=dict(type="path", default="/var/lib/xdplab/ledger"),
             run_id=dict(type="str"),
         ),
-        required_if=[("type", "tc", ("object",), True)],
         supports_check_mode=True,
     )
     p = module.params

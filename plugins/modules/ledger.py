@@ -117,6 +117,7 @@ from ansible_collections.xdplab.testbed.plugins.module_utils.state._ledger impor
     teardown_plan,
 )
 from ansible_collections.xdplab.testbed.plugins.module_utils.tuning._plan_and_snapshots import current_netns_name
+from ansible_collections.xdplab.testbed.plugins.module_utils.xdp._program_objects import MODES as XDP_MODES
 
 
 def describe(entry: dict) -> str:
@@ -170,6 +171,16 @@ class Cleaner:
             base = [self.ip, *(["-n", netns] if netns else []), "link", "set", "dev", key["interface"]]
             for mode in ("xdpgeneric", "xdpdrv"):
                 self._run([*base, mode, "off"], ("Cannot find device", "does not exist"))
+            # xdp_prog's entry names the programs found on the interface before the run, pinned:
+            # attach them again, then drop the pins.
+            bpftool = self.module.get_bin_path("bpftool", required=bool(entry.get("previous")))
+            for prev in entry.get("previous", []):
+                if not os.path.exists(prev["pin"]):
+                    raise RuntimeError(f"the {prev['mode']} program {prev['name']} found on {key['interface']} "
+                                       f"before the run is no longer pinned at {prev['pin']}: it cannot be put back")
+                self._run(self._in_netns(netns, [bpftool, "net", "attach", XDP_MODES[prev["mode"]], "pinned",
+                                                 prev["pin"], "dev", key["interface"]]), ())
+                os.unlink(prev["pin"])
         elif kind == "tc":
             tc = [self.module.get_bin_path("tc", required=True), *(["-n", netns] if netns else [])]
             gone = ("Cannot find", "No such file", "Invalid handle")

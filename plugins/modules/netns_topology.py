@@ -529,6 +529,7 @@ def main() -> None:
                     _ledger.annotate(path, inode=os.stat(netns_path(current.netns)).st_ino)
                 elif entry and current.op == "delete_netns":
                     _ledger.forget(ledger, entry)
+                    _ledger.forget_inside(ledger, current.netns)
             current = None
             kernel.close()  # sockets of deleted/recreated namespaces are stale
             new = kernel.read(topo)

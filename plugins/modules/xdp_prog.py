@@ -56,7 +56,9 @@ options:
     description:
       - C(native) (driver, C(xdpdrv)), C(generic) (C(xdpgeneric), skb based, works everywhere) or
         C(offload) (C(xdpoffload), NIC offload; the program is loaded for the device).
-      - With O(state=detached) it is ignored, every XDP program of the interface is detached.
+      - "With O(state=detached) it is ignored: the programs attached by this collection are detached and what
+        was found before is attached again (without a ledger entry, every XDP program of the interface is
+        detached, unless O(only_ours))."
     type: str
     choices: [native, generic, offload]
     default: native
@@ -65,6 +67,29 @@ options:
     type: str
     choices: [attached, detached]
     default: attached
+  ledger_dir:
+    description:
+      - The state ledger directory. Before the first attach to an interface, the module records there the
+        interface and the XDP programs found on it, so that V(detached) and C(xdplab.testbed.ledger
+        state=cleaned) put back exactly what was there.
+      - A program found in place that this collection did not attach is pinned under O(pin_dir) before it is
+        replaced, and attached again afterwards. Where O(pin_dir) is not in a bpffs, replacing it is refused
+        (the program would be lost).
+    type: path
+    default: /var/lib/xdplab/ledger
+  pin_dir:
+    description: Directory in a bpffs where programs found in place are kept while the interface is ours.
+    type: path
+    default: /sys/fs/bpf/xdplab
+  only_ours:
+    description:
+      - With O(state=detached), leave the interface alone unless the ledger says this collection attached
+        its program (cleanup of interfaces that may carry someone else's program).
+    type: bool
+    default: false
+  run_id:
+    description: Run id written into the ledger entry.
+    type: str
   map_entries:
     description:
       - Entries to write into maps of the attached program.
@@ -186,6 +211,8 @@ import traceback  # noqa: E402
 from typing import Any  # noqa: E402
 
 from ansible.module_utils.basic import AnsibleModule, missing_required_lib  # noqa: E402
+from ansible_collections.xdplab.testbed.plugins.module_utils.state import _ledger  # noqa: E402
+from ansible_collections.xdplab.testbed.plugins.module_utils.tuning._plan_and_snapshots import current_netns_name  # noqa: E402
 from ansible_collections.xdplab.testbed.plugins.module_utils.xdp import _bpf  # noqa: E402
 from ansible_collections.xdplab.testbed.plugins.module_utils.xdp import _program_objects as _xdp  # noqa: E402
 
@@ -239,19 +266,71 @@ class XdpProg:
             return {"attached": False}
         return {"attached": True, "mode": mode, "name": have["name"], "tag": have["tag"], "prog_id": have["prog_id"]}
 
+    # -- the ledger: what was there before ------------------------------------------------------
+    def entry(self) -> dict:
+        here = current_netns_name()
+        return _ledger.check_entry("xdp", {"interface": self.p["interface"]}, None if here == "host" else here)
+
+    def recorded(self) -> dict | None:
+        return _ledger.read(self.p["ledger_dir"], self.entry())
+
+    def pin_path(self, mode: str) -> str:
+        entry = self.entry()
+        return os.path.join(self.p["pin_dir"], f"{entry['netns'] or 'host'}-{self.p['interface']}-{mode}")
+
+    def keep_previous(self, before: dict[str, dict[str, Any]]) -> None:
+        """Record the interface before the first change; pin what was found there so that it survives."""
+        if not self.p["ledger_dir"] or self.recorded() is not None:
+            return  # not tracked, or ours already: what is attached now is what we attached
+        previous = []
+        if before:
+            if not _xdp.in_bpffs(self.p["pin_dir"]):
+                self.fail(f"{self.p['interface']} has XDP program(s) {self._names(before)} that this collection did "
+                          f"not attach and could not keep: {self.p['pin_dir']} is not in a bpffs to pin them. "
+                          "Detach them first, or mount a bpffs there")
+            os.makedirs(self.p["pin_dir"], mode=0o700, exist_ok=True)
+            for mode, have in before.items():
+                pin = self.pin_path(mode)
+                if not os.path.exists(pin):
+                    self.run([self.bpftool, "prog", "pin", "id", str(have["prog_id"]), pin],
+                             f"pinning the {mode} program {have['name']} found on {self.p['interface']}")
+                previous.append({"mode": mode, "prog_id": have["prog_id"], "tag": have["tag"], "name": have["name"],
+                                 "pin": pin})
+        _ledger.record(self.p["ledger_dir"], self.entry(), self.p["run_id"], previous=previous)  # before acting
+
+    @staticmethod
+    def _names(progs: dict[str, dict[str, Any]]) -> str:
+        return ", ".join(f"{h['name']} (id {h['prog_id']}, {m})" for m, h in progs.items())
+
     # -- detached --------------------------------------------------------------------------------
     def detach(self, ifindex: int) -> dict[str, Any]:
         before = self.attached(ifindex)
-        changed = bool(before)
+        entry = self.recorded() if self.p["ledger_dir"] else None
+        if entry is None and self.p["only_ours"]:
+            before = {}
+        previous = (entry or {}).get("previous", [])
+        restore = [p for p in previous if before.get(p["mode"], {}).get("prog_id") != p["prog_id"]]
+        changed = bool(before) or entry is not None
         if changed and not self.module.check_mode:
             for mode in before:
                 self.run([self.bpftool, "net", "detach", _xdp.MODES[mode], "dev", self.p["interface"]],
                          f"detaching the {mode} XDP program of {self.p['interface']}")
+            for prev in restore:
+                self.run([self.bpftool, "net", "attach", _xdp.MODES[prev["mode"]], "pinned", prev["pin"], "dev",
+                          self.p["interface"]],
+                         f"attaching again the {prev['mode']} program {prev['name']} found on {self.p['interface']}")
             left = self.attached(ifindex)
-            if left:
-                self.fail(f"XDP programs still attached to {self.p['interface']} after detach: {left}")
+            expected = {p["mode"]: p["prog_id"] for p in previous}
+            if {m: h["prog_id"] for m, h in left.items()} != expected:
+                self.fail(f"{self.p['interface']} has {left or 'nothing'} after detach, expected "
+                          f"{expected or 'nothing'}")
+            for prev in previous:
+                if os.path.exists(prev["pin"]):
+                    os.unlink(prev["pin"])
+            if entry is not None:
+                _ledger.forget(self.p["ledger_dir"], self.entry())
         result = {"changed": changed, "prog_id": None, "tag": None, "name": None, "mode": None, "maps": {},
-                  "map_entries_changed": []}
+                  "map_entries_changed": [], "restored": [p["name"] for p in previous]}
         if self.module._diff:
             result["diff"] = {"before": self.state_view(before), "after": {"attached": False}}
         return result
@@ -293,6 +372,7 @@ class XdpProg:
             writes = self._plan_entries(target_map_ids)
             changed = plan.attach or bool(plan.detach_modes) or bool(writes)
             if changed and not self.module.check_mode:
+                self.keep_previous(before)
                 for map_fd, enc in writes:
                     _bpf.update(map_fd, enc.key, enc.value)
                 for other in plan.detach_modes:
@@ -384,6 +464,10 @@ def main() -> None:
             "section": {"type": "str"},
             "mode": {"type": "str", "default": "native", "choices": ["native", "generic", "offload"]},
             "state": {"type": "str", "default": "attached", "choices": ["attached", "detached"]},
+            "ledger_dir": {"type": "path", "default": "/var/lib/xdplab/ledger"},
+            "pin_dir": {"type": "path", "default": "/sys/fs/bpf/xdplab"},
+            "only_ours": {"type": "bool", "default": False},
+            "run_id": {"type": "str"},
             "map_entries": {
                 "type": "list",
                 "elements": "dict",
@@ -414,6 +498,8 @@ def main() -> None:
                 result = xp.detach(ifindex) if p["state"] == "detached" else xp.attach(ifindex)
             except _xdp.XdpError as exc:
                 module.fail_json(msg=str(exc), interface=p["interface"])
+            except _ledger.LedgerError as exc:
+                module.fail_json(msg=f"ledger: {exc}", interface=p["interface"])
             except _bpf.BpfError as exc:
                 module.fail_json(msg=f"bpf(2) {exc}", interface=p["interface"], exception=traceback.format_exc())
         module.exit_json(interface=p["interface"], ifindex=ifindex, **result)

@@ -144,7 +144,12 @@ class Netns:
         sh("ip", "netns", "del", self.name, check=False)
 
 
+# The module records what it attaches in a ledger; these tests keep theirs out of the host's.
+LEDGER = tempfile.mkdtemp(prefix="xdplab-test-ledger-")
+
+
 def run_module(prefix: list[str], args: dict, check: bool = False, diff: bool = False) -> dict:
+    args = {"ledger_dir": LEDGER, **args}
     with tempfile.NamedTemporaryFile("w", suffix=".json", prefix="h1-args-", delete=False) as f:
         json.dump({"ANSIBLE_MODULE_ARGS": {**args, "_ansible_check_mode": check, "_ansible_diff": diff}}, f)
     try:
@@ -433,3 +438,75 @@ def test_via_ansible(objs, ns):
     res = out["plays"][0]["tasks"][0]["hosts"]["localhost"]
     assert res["changed"] is True and res["name"] == "xdp_pass"
     assert ns.attachment("h1b") == {"generic": res["prog_id"]}
+
+
+LEDGER_MODULE = ROOT / "plugins" / "modules" / "ledger.py"
+
+
+@pytest.fixture
+def bpffs(tmp_path):
+    """A bpffs outside /sys (visible inside `ip netns exec`, which remounts /sys), for the pins."""
+    path = tmp_path / "bpffs"
+    path.mkdir()
+    sh("mount", "-t", "bpf", "xdplab-test-bpffs", str(path))
+    yield path
+    sh("umount", str(path), check=False)
+
+
+def foreign_pass(ns: Netns, objs: Path) -> int:
+    """xdp_pass attached with iproute2 behind the collection's back: someone else's program."""
+    ns.exec("ip", "link", "set", "dev", "h1b", "xdpgeneric", "obj", str(objs / "xdp_pass.o"), "sec", "xdp")
+    ids = ns.attachment("h1b")
+    assert list(ids) == ["generic"]
+    return ids["generic"]
+
+
+def test_a_program_found_in_place_is_kept_and_attached_again(ns, objs, bpffs, tmp_path):
+    ledger = str(tmp_path / "ledger")
+    theirs = foreign_pass(ns, objs)
+    args = {"interface": "h1b", "object": str(objs / "xdp_drop.o"), "mode": "generic", "ledger_dir": ledger,
+            "pin_dir": str(bpffs / "saved")}
+    ours = ns.xdp_prog(**args)
+    assert ours["changed"] and ours["name"] == "xdp_drop" and ours["prog_id"] != theirs, ours
+    entry = json.loads(next(Path(ledger).glob("xdp-*.json")).read_text())
+    assert [(p["prog_id"], p["name"], p["mode"]) for p in entry["previous"]] == [(theirs, "xdp_pass", "generic")]
+    assert os.path.exists(entry["previous"][0]["pin"])
+
+    back = ns.xdp_prog(interface="h1b", state="detached", only_ours=True, ledger_dir=ledger)
+    assert back["changed"] and back["restored"] == ["xdp_pass"], back
+    assert ns.attachment("h1b") == {"generic": theirs}, "the program found in place was not put back as it was"
+    assert list(Path(ledger).glob("*.json")) == [] and not os.listdir(bpffs / "saved")
+
+    # Attached again, then the run is killed: the ledger's cleanup puts theirs back too.
+    ns.xdp_prog(**args)
+    cleaned = _run_ledger(ns, ledger)
+    assert not cleaned.get("failed"), cleaned
+    assert ns.attachment("h1b") == {"generic": theirs}
+    assert not os.listdir(bpffs / "saved")
+
+
+def _run_ledger(ns: Netns, ledger: str) -> dict:
+    with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as f:
+        json.dump({"ANSIBLE_MODULE_ARGS": {"state": "cleaned", "dir": ledger}}, f)
+    try:
+        env = {**os.environ, "PYTHONPATH": str(COLLECTIONS)}
+        r = subprocess.run(["ip", "netns", "exec", ns.name, sys.executable, str(LEDGER_MODULE), f.name],
+                           capture_output=True, text=True, env=env, check=False)
+    finally:
+        os.unlink(f.name)
+    return json.loads([ln for ln in r.stdout.splitlines() if ln.startswith("{")][-1])
+
+
+def test_a_program_found_in_place_is_never_replaced_when_it_cannot_be_kept(ns, objs, tmp_path):
+    theirs = foreign_pass(ns, objs)
+    out = ns.xdp_prog(interface="h1b", object=str(objs / "xdp_drop.o"), mode="generic",
+                      ledger_dir=str(tmp_path / "ledger"), pin_dir=str(tmp_path / "not-a-bpffs"))
+    assert out.get("failed") and "did not attach and could not keep" in out["msg"], out
+    assert ns.attachment("h1b") == {"generic": theirs}
+    assert not (tmp_path / "ledger").exists() or not list((tmp_path / "ledger").glob("*.json"))
+
+
+def test_cleanup_of_interfaces_leaves_someone_elses_program(ns, objs, tmp_path):
+    theirs = foreign_pass(ns, objs)
+    out = ns.xdp_prog(interface="h1b", state="detached", only_ours=True, ledger_dir=str(tmp_path / "ledger"))
+    assert out["changed"] is False and ns.attachment("h1b") == {"generic": theirs}

@@ -182,3 +182,16 @@ def test_qemu_entry_hashes_the_cmdline_and_names_its_owner():
     finally:
         proc.kill()
         proc.wait()
+
+
+def test_forget_inside_drops_only_the_objects_of_that_namespace(tmp_path):
+    from ansible_collections.xdplab.testbed.plugins.module_utils.state import _ledger as L
+
+    d = str(tmp_path)
+    L.record(d, L.check_entry("xdp", {"interface": "veth0"}, "xdplab-dut"))
+    L.record(d, L.check_entry("tc", {"interface": "veth0"}, "xdplab-dut"))
+    L.record(d, L.check_entry("xdp", {"interface": "veth0"}, "xdplab-sink"))
+    L.record(d, L.check_entry("netns", {"name": "xdplab-dut"}))
+    assert len(L.forget_inside(d, "xdplab-dut")) == 2
+    left = sorted((e["kind"], e.get("netns") or e["key"].get("name")) for _, e in L.entries(d))
+    assert left == [("netns", "xdplab-dut"), ("xdp", "xdplab-sink")]

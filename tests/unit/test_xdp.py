@@ -210,7 +210,8 @@ def test_plan_attach():
 class FakeModule:
     def __init__(self, check_mode=False, diff=False, rc=0):
         self.params = {"interface": "veth0", "object": None, "program": None, "section": None,
-                       "mode": "native", "state": "detached", "map_entries": []}
+                       "mode": "native", "state": "detached", "map_entries": [], "ledger_dir": None,
+                       "pin_dir": "/sys/fs/bpf/xdplab", "only_ours": False, "run_id": None}
         self.check_mode = check_mode
         self._diff = diff
         self.calls = []
@@ -276,3 +277,15 @@ def test_detach_nothing_attached_is_unchanged(attached_generic):
     mod = FakeModule()
     assert xdp_prog.XdpProg(mod, SimpleNamespace()).detach(4)["changed"] is False
     assert mod.calls == []
+
+
+def test_in_bpffs_takes_the_innermost_mount(tmp_path):
+    mounts = tmp_path / "mounts"
+    mounts.write_text("sysfs /sys sysfs rw 0 0\nbpffs /sys/fs/bpf bpf rw 0 0\n"
+                      "tmpfs /run tmpfs rw 0 0\nnone /run/xdplab/bpffs bpf rw 0 0\n"
+                      "tmpfs /run/xdplab/bpffs/over tmpfs rw 0 0\n")
+    assert _xdp.in_bpffs("/sys/fs/bpf/xdplab", str(mounts))
+    assert _xdp.in_bpffs("/run/xdplab/bpffs/saved", str(mounts))
+    assert not _xdp.in_bpffs("/run/xdplab/bpffs/over/x", str(mounts))
+    assert not _xdp.in_bpffs("/sys/fs/bpfx", str(mounts))
+    assert not _xdp.in_bpffs("/tmp/x", str(mounts))

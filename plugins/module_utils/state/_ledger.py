@@ -108,6 +108,15 @@ def record(directory: str, entry: dict, run_id: str | None = None, **undo: Any) 
     return path, True
 
 
+def read(directory: str, entry: dict) -> dict | None:
+    """The recorded entry of this object, or None."""
+    try:
+        with open(os.path.join(directory, entry_id(entry)), encoding="utf-8") as fh:
+            return json.load(fh)
+    except FileNotFoundError:
+        return None
+
+
 def annotate(path: str, **fields: Any) -> None:
     """Add what undoing needs, learnt after acting (a namespace's inode), to a recorded entry."""
     with open(path, encoding="utf-8") as fh:
@@ -124,6 +133,16 @@ def forget(directory: str, entry: dict) -> bool:
     except FileNotFoundError:
         return False
     return True
+
+
+def forget_inside(directory: str, netns: str) -> list[str]:
+    """Drop the entries of objects inside a namespace that is gone (they went with it)."""
+    dropped = []
+    for path, entry in entries(directory):
+        if entry.get("netns") == netns and entry["kind"] in ("xdp", "tc", "nft"):
+            os.unlink(path)
+            dropped.append(path)
+    return dropped
 
 
 def entries(directory: str) -> list[tuple[str, dict]]:

@@ -14,6 +14,7 @@
 from __future__ import annotations
 
 import ipaddress
+import os
 import struct
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -28,6 +29,21 @@ STB_GLOBAL = 1
 
 XDP_ACTION_CODES = {"aborted": 0, "drop": 1, "pass": 2, "tx": 3, "redirect": 4}
 MODES = {"native": "xdpdrv", "generic": "xdpgeneric", "offload": "xdpoffload"}
+
+
+def in_bpffs(path: str, mounts: str = "/proc/self/mounts") -> bool:
+    """Whether `path` lies in a mounted bpffs (the innermost mount point above it is of type bpf)."""
+    path = os.path.realpath(path)
+    best, fstype = "", None
+    with open(mounts, encoding="utf-8") as fh:
+        for line in fh:
+            fields = line.split()
+            if len(fields) < 3:
+                continue
+            point = fields[1].encode().decode("unicode_escape")
+            if (path == point or path.startswith(point.rstrip("/") + "/")) and len(point) >= len(best):
+                best, fstype = point, fields[2]
+    return fstype == "bpf"
 
 # Map layouts of files/xdp/xdplab.h.
 FLOW_KEY = struct.Struct("=16s16s2s2sBBH")  # struct xdplab_flow_key (ports in network byte order)

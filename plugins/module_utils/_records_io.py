@@ -17,7 +17,7 @@ import tempfile
 from collections.abc import Callable
 from typing import Any
 
-from ansible_collections.xdplab.testbed.plugins.module_utils._record import SCHEMA  # noqa: E402
+from ansible_collections.xdplab.testbed.plugins.module_utils._record import SCHEMA, check_replicate  # noqa: E402
 from ansible_collections.xdplab.testbed.plugins.module_utils._stats import StatsError, check_samples, summarize
 
 INCOMPLETE_MARKER = "INCOMPLETE"
@@ -54,6 +54,11 @@ def validate_record(data: Any, path: str) -> dict:
         check_samples(data["samples"])
     except StatsError as exc:
         raise RecordError(f"{path}: {exc}") from None
+    if "replicate" in data:
+        try:
+            check_replicate(data["replicate"])
+        except ValueError as exc:
+            raise RecordError(f"{path}: {exc}") from None
     pkt = data["params"].get("pkt_size")
     try:
         pkt = int(pkt) if pkt is not None and not isinstance(pkt, bool) else None

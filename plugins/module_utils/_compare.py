@@ -17,8 +17,10 @@ from typing import Any
 from ansible_collections.xdplab.testbed.plugins.module_utils._envfacts import fingerprint_diff
 from ansible_collections.xdplab.testbed.plugins.module_utils._records_io import RecordError, params_key
 from ansible_collections.xdplab.testbed.plugins.module_utils._stats import (
+    StatsError,
     aa_false_positive_rate,
     holm,
+    min_detectable_effect,
     ns_samples,
     repetitions_needed,
     summarize,
@@ -294,4 +296,67 @@ def noise(records: list[dict], delta_ns: float = 1.0) -> dict:
     out["aa_comparisons"] = comparisons
     out["aa_significant"] = significant
     out["aa_false_positive_rate"] = significant / comparisons if comparisons else None
+    out["aa_rounds"] = []
+    for (_, scenario, variant, _), recs in groups.items():
+        if len(recs) >= 2 * AA_PER_SIDE and all(replicate_of(r)[0] == "round" for r in recs):
+            out["aa_rounds"].append(dict(aa_rounds(recs), scenario=scenario, variant=variant,
+                                         params=recs[0]["params"]))
     return out
+
+
+AA_PER_SIDE = 3
+
+
+def aa_rounds(records: list[dict], per_side: int = AA_PER_SIDE, level: float = 0.95) -> dict:
+    """A/A on interleaved rounds of ONE configuration: how often a compare is called significant.
+
+    The rounds, in order, are labelled A B A B ...; every window of 2 x ``per_side`` consecutive
+    rounds is one A/A compare (windows overlap, so the compares are not independent: the rate is an
+    estimate). Each compare is made twice: by round means (between-round variance, how bench_compare
+    compares rounds) and, for contrast, by pooling the repetitions of each side (within-run variance,
+    a one-run compare). Also returns the per-round stdev of ns/packet and the minimum detectable effect
+    (80% power, 95% two-sided) of an A/B with ``per_side`` rounds per side and with all the rounds
+    split in two.
+    """
+    if per_side < 2:
+        raise StatsError(f"per_side must be >= 2, got {per_side!r}")
+    recs = sorted(records, key=lambda r: _sort_value(replicate_of(r)[1]))
+    ids = [replicate_of(r)[1] for r in recs]
+    if len(set(ids)) != len(ids):
+        raise StatsError(f"A/A rounds: round ids repeat: {ids}")
+    per = [ns_samples(r["samples"]) for r in recs]
+    values = [math.fsum(v) / len(v) for v in per]
+    n = len(values)
+    if n < 2 * per_side:
+        raise StatsError(f"A/A rounds: {n} rounds, need at least {2 * per_side} ({per_side} per side)")
+    unit = summarize(values)
+    compares = sig_units = sig_reps = tested_reps = 0
+    for start in range(n - 2 * per_side + 1):
+        window = list(range(start, start + 2 * per_side))
+        a, b = window[0::2], window[1::2]
+        w = welch([values[i] for i in a], [values[i] for i in b], level)
+        if w["ci"] is not None:
+            compares += 1
+            sig_units += bool(w["significant"])
+        r = welch([x for i in a for x in per[i]], [x for i in b for x in per[i]], level)
+        if r["ci"] is not None:
+            tested_reps += 1
+            sig_reps += bool(r["significant"])
+    sq = math.fsum(math.fsum((x - m) ** 2 for x in v) for v, m in zip(per, values, strict=True))
+    dof = sum(len(v) - 1 for v in per)
+    return {
+        "rounds": n,
+        "per_side": per_side,
+        "mean_ns": unit["mean"],
+        "round_stdev_ns": unit["stdev"],
+        "within_stdev_ns": math.sqrt(sq / dof) if dof else None,
+        "compares": compares,
+        "significant": sig_units,
+        "false_positive_rate": sig_units / compares if compares else None,
+        "repetition_level_compares": tested_reps,
+        "repetition_level_significant": sig_reps,
+        "repetition_level_false_positive_rate": sig_reps / tested_reps if tested_reps else None,
+        "mde_ns_per_side": min_detectable_effect(unit["stdev"], per_side, level),
+        "mde_ns_all_rounds": min_detectable_effect(unit["stdev"], n // 2, level),
+        "mde_rounds_per_side": n // 2,
+    }

@@ -192,7 +192,15 @@ def _noise_lines(nz: dict) -> list[str]:
     if nz["aa_comparisons"]:
         out.append(f"A/A: {nz['aa_significant']} of {nz['aa_comparisons']} comparisons of repeated runs of "
                    f"one configuration called significant ({nz['aa_false_positive_rate'] * 100:.1f}%, "
-                   "expected <= 5%).")
+                   "expected <= 5%; repetition-level Welch: it does not see the variance between runs).")
+    for aa in nz.get("aa_rounds") or []:
+        out.append(f"A/A in rounds ({aa['scenario']}/{aa['variant']}): {aa['rounds']} interleaved rounds, "
+                   f"{aa['significant']} of {aa['compares']} compares of {aa['per_side']} vs {aa['per_side']} rounds "
+                   f"called significant ({aa['false_positive_rate'] * 100:.1f}%; by pooled repetitions "
+                   f"{aa['repetition_level_false_positive_rate'] * 100:.1f}%). Round stdev "
+                   f"{aa['round_stdev_ns']:.2f} ns/packet at {aa['mean_ns']:.2f} ns/packet; minimum detectable "
+                   f"effect (80% power) {_f2(aa['mde_ns_all_rounds'])} ns/packet with {aa['mde_rounds_per_side']} "
+                   f"rounds per side.")
     return out
 
 

@@ -215,3 +215,54 @@ def test_min_detectable_effect():
     # (t_.975,18 + t_.8,18) * 2 * sqrt(2/10)
     assert min_detectable_effect(2.0, 10) == pytest.approx((2.100922 + 0.862049) * 2 * math.sqrt(0.2), rel=1e-4)
     assert min_detectable_effect(2.0, 1) is None
+
+
+# ------------------------------------------------------------------ A/A in interleaved rounds
+
+def _aa_records(rng, rounds, between, within, reps=3, mean_ns=140.0):
+    out = []
+    for k in range(rounds):
+        m = rng.gauss(mean_ns, between)
+        out.append(rec([1e9 / rng.gauss(m, within) for _ in range(reps)], replicate={"level": "round", "id": k},
+                       run_id=f"20261129T2150{k % 60:02d}Z-aaaaaa"))
+    return out
+
+
+def test_aa_rounds_false_positive_rate_by_round_means():
+    # between-round spread equal to the within-round spread: pooled repetitions call far more than 5%
+    # of A/A compares significant; round means stay near 5%
+    import random
+
+    from ansible_collections.xdplab.testbed.plugins.module_utils._compare import aa_rounds
+
+    rng = random.Random(11)
+    sig = comps = sig_rep = comps_rep = 0
+    for _ in range(150):
+        aa = aa_rounds(_aa_records(rng, 24, between=1.0, within=1.0))
+        sig += aa["significant"]
+        comps += aa["compares"]
+        sig_rep += aa["repetition_level_significant"]
+        comps_rep += aa["repetition_level_compares"]
+    assert 0.02 <= sig / comps <= 0.08
+    assert sig_rep / comps_rep > 0.15
+    assert aa["rounds"] == 24 and aa["compares"] == 24 - 6 + 1 and aa["mde_rounds_per_side"] == 12
+    assert aa["mde_ns_all_rounds"] == pytest.approx(min_detectable_effect(aa["round_stdev_ns"], 12))
+
+
+def test_aa_rounds_needs_enough_rounds_and_reaches_the_report(tmp_path):
+    import random
+
+    from ansible_collections.xdplab.testbed.plugins.module_utils._compare import aa_rounds
+
+    rng = random.Random(3)
+    with pytest.raises(ValueError, match="5 rounds, need at least 6"):
+        aa_rounds(_aa_records(rng, 5, 1.0, 1.0))
+    d = tmp_path / "aa"
+    d.mkdir()
+    for r in _aa_records(rng, 8, 1.0, 1.0):
+        write_json_atomic(str(d / record_filename(r["scenario"], r["variant"], r["params"], r["replicate"])), r)
+    report = _report.build([str(d)])
+    (aa,) = report["noise"]["aa_rounds"]
+    assert aa["rounds"] == 8
+    assert "A/A in rounds (xdp_drop/baseline): 8 interleaved rounds" in _report.render_text(report)
+    assert "CAVEAT" not in _report.render_text(report)  # rounds are units: not one back-to-back run

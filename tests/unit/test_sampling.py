@@ -9,6 +9,7 @@ from ansible_collections.xdplab.testbed.plugins.module_utils._sampling import (
     align_bursts,
     bound_label,
     find_bursts,
+    read_at_midpoint,
     signed_loss,
     slope,
 )
@@ -189,3 +190,37 @@ def test_bursts_aligned_to_runs_by_start_time():
     assert align_bursts(runs[1:], bursts, tolerance=0.5) == [0, 1, 2]
     # an extra burst (a stall split one run) is skipped, not shifted onto the next run
     assert align_bursts(runs[1:], [103.05, 104.4, 106.02, 109.1], tolerance=0.5) == [0, 2, 3]
+
+
+def test_read_at_midpoint_uses_both_timestamps():
+    clock = iter([10.0, 10.04])
+    t, value, latency = read_at_midpoint(lambda: 123, lambda: next(clock))
+    assert (t, value) == (10.02, 123) and latency == pytest.approx(0.04)
+
+
+def test_sampler_times_are_midpoints(monkeypatch):
+    from ansible_collections.xdplab.testbed.plugins.modules import bench_sample
+
+    now = [0.0]
+
+    def clock():
+        return now[0]
+
+    def read():
+        now[0] += read.latency.pop(0)  # reads take 20 or 60 ms
+        return read.counts.pop(0)
+
+    read.latency = [0.02, 0.06] * 5
+
+    read.counts = [0, 0, 1000, 2000, 3000, 3000, 3000, 3000, 3000, 3000]
+
+    def sleep(s):
+        now[0] += s
+
+    monkeypatch.setattr(bench_sample.time, "monotonic", clock)
+    monkeypatch.setattr(bench_sample.time, "sleep", sleep)
+    times, counts = bench_sample.sample(read, 0.1, 1, 0.3, 5.0)
+    # read 1: 0.00-0.02 (mid 0.01 = time 0); read 2: 0.12-0.18 (mid 0.15); read 3: 0.28-0.30 (mid 0.29)
+    # timestamps taken before each read would give 0.12 and 0.28 instead
+    assert times[:3] == pytest.approx([0.0, 0.14, 0.28])
+    assert counts[:3] == [0, 0, 1000]

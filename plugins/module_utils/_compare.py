@@ -296,6 +296,17 @@ def noise(records: list[dict], delta_ns: float = 1.0) -> dict:
     out["aa_comparisons"] = comparisons
     out["aa_significant"] = significant
     out["aa_false_positive_rate"] = significant / comparisons if comparisons else None
+    # between-unit noise: groups with several units (rounds, runs, boots), unit means pooled
+    usq, udof = 0.0, 0
+    for recs in groups.values():
+        if len(recs) >= 2:
+            means = [math.fsum(v) / len(v) for v in (ns_samples(r["samples"]) for r in recs)]
+            m = math.fsum(means) / len(means)
+            usq += math.fsum((x - m) ** 2 for x in means)
+            udof += len(means) - 1
+    unit_sd = math.sqrt(usq / udof) if udof else None
+    out["pooled_unit_stdev_ns"] = unit_sd
+    out["units_needed"] = repetitions_needed(unit_sd, delta_ns) if unit_sd is not None else None
     out["aa_rounds"] = []
     for (_, scenario, variant, _), recs in groups.items():
         if len(recs) >= 2 * AA_PER_SIDE and all(replicate_of(r)[0] == "round" for r in recs):

@@ -189,6 +189,11 @@ def _noise_lines(nz: dict) -> list[str]:
         out.append(f"Noise: pooled stdev {nz['pooled_stdev_ns']:.2f} ns/packet per repetition; "
                    f"a {nz['delta_ns']:.0f} ns/packet difference needs {nz['repetitions_needed']} "
                    "repetitions per side (95% confidence, 80% power).")
+    if nz.get("pooled_unit_stdev_ns") is not None:
+        out.append(f"Between units (rounds, runs, boots of one configuration): pooled stdev "
+                   f"{nz['pooled_unit_stdev_ns']:.2f} ns/packet per unit; a {nz['delta_ns']:.0f} ns/packet "
+                   f"difference needs {nz['units_needed']} units per side. This, not the per-repetition "
+                   "figure, is the noise a compare of separate runs sees.")
     if nz["aa_comparisons"]:
         out.append(f"A/A: {nz['aa_significant']} of {nz['aa_comparisons']} comparisons of repeated runs of "
                    f"one configuration called significant ({nz['aa_false_positive_rate'] * 100:.1f}%, "

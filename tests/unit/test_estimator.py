@@ -266,3 +266,13 @@ def test_aa_rounds_needs_enough_rounds_and_reaches_the_report(tmp_path):
     assert aa["rounds"] == 8
     assert "A/A in rounds (xdp_drop/baseline): 8 interleaved rounds" in _report.render_text(report)
     assert "CAVEAT" not in _report.render_text(report)  # rounds are units: not one back-to-back run
+
+
+def test_noise_reports_between_unit_stdev(tmp_path):
+    recs = _rounds(tmp_path, "a", "baseline", [1.00e6, 1.10e6, 0.90e6, 1.05e6])
+    nz = noise(recs)
+    means = [sum(1e9 / x for x in r["samples"]) / 3 for r in recs]
+    m = sum(means) / 4
+    assert nz["pooled_unit_stdev_ns"] == pytest.approx(math.sqrt(sum((x - m) ** 2 for x in means) / 3), rel=1e-12)
+    assert nz["pooled_unit_stdev_ns"] > 5 * nz["pooled_stdev_ns"]
+    assert "Between units (rounds, runs, boots" in _report.render_text(_report.build([str(tmp_path / "a")]))

@@ -96,11 +96,10 @@ def align_runs(runs: list[dict], bursts: list, started_epoch: float | None) -> l
 
     Without start times (an older sampler or generator), the bursts are taken in order.
     """
-    starts = [r.get("started_epoch") for r in runs]
-    if started_epoch is None or any(s is None for s in starts):
+    spans = [(r.get("started_epoch"), r.get("elapsed")) for r in runs]
+    if started_epoch is None or any(s is None or e is None for s, e in spans):
         return list(range(len(runs)))
-    spacing = min((b - a for a, b in zip(starts, starts[1:], strict=False)), default=2.0)
-    return align_bursts(starts, [started_epoch + b.t_start for b in bursts], tolerance=max(0.5, spacing / 2))
+    return align_bursts(spans, [started_epoch + b.t_start for b in bursts])
 
 
 def overall_bound(reps: list[dict]) -> str:

@@ -168,39 +168,37 @@ def slope(times: list[float], counts: list[int]) -> float:
     return math.fsum((t - mt) * (c - mc) for t, c in zip(times, counts, strict=True)) / sxx
 
 
-def align_bursts(run_starts: list[float], burst_starts: list[float], tolerance: float) -> list[int]:
-    """Match each generator run to the burst that started with it, by start times.
+def align_bursts(runs: list[tuple[float, float]], burst_starts: list[float], slack: float = 0.5) -> list[int]:
+    """Match each generator run to the burst that started inside it, by start times.
 
-    The two clocks may differ by a constant offset (the DUT is another host): the offset is the one,
-    among all (burst - run) differences, that pairs the most runs within ``tolerance`` seconds
-    (ties: the smallest offset). Returns the burst index of every run; a run without a burst, or two
-    runs on one burst, raise SamplingError naming the run.
+    ``runs``: (start, elapsed seconds) of every run on the generator's clock; ``burst_starts``: the
+    bursts' starts on the DUT sampler's clock. A burst belongs to the run whose span [start - slack,
+    start + elapsed] holds its start, so a tool's start-up time (testpmd waits for its readiness sign)
+    does not matter. The clocks may differ by a constant offset (the DUT is another host): 0 and every
+    (burst - run start) difference are tried, and the offset that gives the most runs exactly one
+    burst wins (ties: the smallest offset). Returns the burst index of every run; a run without its
+    burst, or with two, raises SamplingError naming the run.
     """
-    if not run_starts:
+    if not runs:
         return []
     if not burst_starts:
         raise SamplingError("no bursts to align the runs with")
-    best: tuple[int, float, float] | None = None
-    for r in run_starts:
-        for b in burst_starts:
-            off = b - r
-            hits = sum(1 for rr in run_starts if any(abs(bb - rr - off) <= tolerance for bb in burst_starts))
-            key = (-hits, abs(off), off)
-            if best is None or key < best:
-                best = key
-    offset = best[2]
+
+    def assign(offset: float) -> list[list[int]]:
+        return [[j for j, b in enumerate(burst_starts) if start - slack <= b - offset <= start + elapsed]
+                for start, elapsed in runs]
+
+    candidates = {0.0} | {b - start for start, _ in runs for b in burst_starts}
+    offset = min(candidates, key=lambda off: (-sum(1 for m in assign(off) if len(m) == 1), abs(off), off))
     out: list[int] = []
-    for i, r in enumerate(run_starts):
-        dist = [(abs(b - r - offset), j) for j, b in enumerate(burst_starts)]
-        d, j = min(dist)
-        if d > tolerance:
+    for i, found in enumerate(assign(offset)):
+        start, elapsed = runs[i]
+        if len(found) != 1:
             shown = ", ".join(f"{b - offset:.3f}" for b in burst_starts)
-            raise SamplingError(f"run {i + 1} (started at {r:.3f}) has no burst of traffic within "
-                                f"{tolerance:.2f} s of its start; bursts started at {shown}")
-        if j in out:
-            raise SamplingError(f"runs {out.index(j) + 1} and {i + 1} both match the burst started at "
-                                f"{burst_starts[j] - offset:.3f}")
-        out.append(j)
+            what = "no burst of traffic" if not found else f"{len(found)} bursts of traffic"
+            raise SamplingError(f"run {i + 1} ({start:.3f} to {start + elapsed:.3f}) has {what} starting inside it; "
+                                f"bursts started at {shown}")
+        out.append(found[0])
     return out
 
 

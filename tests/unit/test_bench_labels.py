@@ -53,7 +53,8 @@ def _b(t):
 
 
 def test_align_runs_by_start_times():
-    runs = [{"started_epoch": 1000.0}, {"started_epoch": 1003.0}, {"started_epoch": 1006.0}]
+    runs = [{"started_epoch": 1000.0, "elapsed": 2.5}, {"started_epoch": 1003.0, "elapsed": 2.5},
+            {"started_epoch": 1006.0, "elapsed": 2.5}]
     # bursts found in an order that is not the runs' (and an offset between the clocks)
     bursts = [_b(4.1), _b(1.05), _b(7.0)]
     assert align_runs(runs, bursts, started_epoch=999.0) == [1, 0, 2]

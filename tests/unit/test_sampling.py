@@ -182,14 +182,24 @@ def test_midpoint_timestamps_cancel_read_latency():
 
 
 def test_bursts_aligned_to_runs_by_start_time():
-    # the DUT clock is 100 s ahead; the first run left no burst (the DUT saw nothing)
-    runs = [0.0, 3.0, 6.0, 9.0]
+    # runs of 2 s every 3 s; the DUT clock is 100 s ahead; the first run left no burst (the DUT saw nothing)
+    runs = [(0.0, 2.0), (3.0, 2.0), (6.0, 2.0), (9.0, 2.0)]
     bursts = [103.05, 106.02, 109.1]
-    with pytest.raises(SamplingError, match=r"run 1 \(started at 0.000\) has no burst"):
-        align_bursts(runs, bursts, tolerance=0.5)
-    assert align_bursts(runs[1:], bursts, tolerance=0.5) == [0, 1, 2]
-    # an extra burst (a stall split one run) is skipped, not shifted onto the next run
-    assert align_bursts(runs[1:], [103.05, 104.4, 106.02, 109.1], tolerance=0.5) == [0, 2, 3]
+    with pytest.raises(SamplingError, match=r"run 1 \(0.000 to 2.000\) has no burst of traffic starting inside it"):
+        align_bursts(runs, bursts)
+    assert align_bursts(runs[1:], bursts) == [0, 1, 2]
+    # bursts listed out of order are still given to the run they started in
+    assert align_bursts(runs[1:], [106.02, 103.05, 109.1]) == [1, 0, 2]
+    # two bursts inside one run (a stall split it) are named, never shifted onto the next run
+    with pytest.raises(SamplingError, match=r"run \d \(.*\) has 2 bursts of traffic"):
+        align_bursts(runs[1:], [103.05, 104.4, 106.02, 109.1])
+
+
+def test_alignment_ignores_start_up_time():
+    # testpmd-like: each run spends a varying start-up before its traffic (5 s, 1 s, 9 s)
+    runs = [(0.0, 8.0), (8.6, 4.0), (13.2, 12.0)]
+    bursts = [5.1, 9.7, 22.3]
+    assert align_bursts(runs, bursts) == [0, 1, 2]
 
 
 def test_read_at_midpoint_uses_both_timestamps():

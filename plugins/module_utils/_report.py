@@ -240,9 +240,8 @@ def render_text(report: dict, markdown: bool = False) -> str:
         rows = []
         for c in report["comparisons"]:
             b, k = c["baseline"], c["candidate"]
-            ci = "n=1, no interval" if c["ci95_ns"] is None else f"[{c['ci95_ns'][0]:+.2f}, {c['ci95_ns'][1]:+.2f}]"
-            if c["ci95_ns"] is None:
-                ci = c.get("note") or "no interval"
+            ci = ((c.get("note") or "no interval") if c["ci95_ns"] is None
+                  else f"[{c['ci95_ns'][0]:+.2f}, {c['ci95_ns'][1]:+.2f}]")
             sig = "-" if c["ci95_ns"] is None else ("yes" if c["significant"] else "no")
             sig_holm = "-" if c["ci95_ns"] is None else ("yes" if c.get("significant_holm") else "no")
             rows.append([f"{c['scenario']} {_params(c['params'])}", f"{b['mean']:.0f}", _f2(b["ns_per_packet"]),

@@ -32,6 +32,7 @@ from ansible_collections.xdplab.testbed.plugins.module_utils._generators import 
 )
 from ansible_collections.xdplab.testbed.plugins.module_utils._record import (
     build_record,
+    check_replicate,
     iso,
     new_run_id,
     record_filename,
@@ -114,6 +115,18 @@ def overall_bound(reps: list[dict]) -> str:
     return "undetermined" if any(lab == "undetermined" for lab in labels) else labels[0]
 
 
+def check_calibration(args: dict) -> None:
+    """Raise GeneratorParamError naming a bad generator_max or replicate (before anything starts)."""
+    gmax = args.get("generator_max")
+    if gmax is not None and not (isinstance(gmax, (int, float)) and gmax > 0 and gmax != float("inf")):
+        raise GeneratorParamError(f"generator_max must be a rate > 0 (packets/s), got {gmax!r}")
+    if args.get("replicate") is not None:
+        try:
+            check_replicate(args["replicate"])
+        except ValueError as exc:
+            raise GeneratorParamError(str(exc)) from None
+
+
 class ActionModule(ActionBase):
     TRANSFERS_FILES = False
     _requires_connection = True
@@ -174,6 +187,7 @@ class ActionModule(ActionBase):
         try:  # bad parameters fail here, before anything starts on any host
             check_generator_params(args.get("tool", "xdpgen"), args.get("params") or {})
             check_server(args.get("server"), args.get("sampler", "continuous"))
+            check_calibration(args)
             if args.get("counter"):
                 check_spec(args["counter"])
         except (GeneratorParamError, CounterError) as exc:

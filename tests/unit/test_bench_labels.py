@@ -97,3 +97,18 @@ def test_replicate_validated_and_in_file_name():
         build_record(run_id="20261129T215000Z-aaaaaa", scenario="s", variant="v", tool="xdpgen", params={},
                      samples=[1e6], started="2026-11-29T21:50:00Z", duration_s=1.0,
                      extra={"replicate": {"level": "rnd", "id": 1}})
+
+
+@pytest.mark.parametrize(("args", "needle"), [
+    ({"generator_max": 0.0}, "generator_max must be a rate > 0 \\(packets/s\\), got 0.0"),
+    ({"generator_max": -5.0}, "got -5.0"),
+    ({"replicate": {"level": "round"}}, "replicate must be \\{'level': ..., 'id': ...\\}"),
+    ({"replicate": {"level": "round", "id": ""}}, "replicate.id must be a non-empty string or an integer, got ''"),
+])
+def test_bad_calibration_and_replicate_named(args, needle):
+    from ansible_collections.xdplab.testbed.plugins.action.bench_run import check_calibration
+    from ansible_collections.xdplab.testbed.plugins.module_utils._generators import GeneratorParamError
+
+    with pytest.raises(GeneratorParamError, match=needle):
+        check_calibration(args)
+    check_calibration({"generator_max": 6e6, "replicate": {"level": "round", "id": 1}})

@@ -276,3 +276,16 @@ def test_noise_reports_between_unit_stdev(tmp_path):
     assert nz["pooled_unit_stdev_ns"] == pytest.approx(math.sqrt(sum((x - m) ** 2 for x in means) / 3), rel=1e-12)
     assert nz["pooled_unit_stdev_ns"] > 5 * nz["pooled_stdev_ns"]
     assert "Between units (rounds, runs, boots" in _report.render_text(_report.build([str(tmp_path / "a")]))
+
+
+def test_bad_replicate_in_a_record_file_names_the_file(tmp_path):
+    import json
+
+    from ansible_collections.xdplab.testbed.plugins.module_utils._records_io import RecordError
+
+    r = rec([1e6])
+    r["replicate"] = {"level": "reboot", "id": 1}
+    path = tmp_path / "bad.json"
+    path.write_text(json.dumps(r))
+    with pytest.raises(RecordError, match=r"bad.json: replicate.level must be one of .*, got 'reboot'"):
+        load_results(str(path))

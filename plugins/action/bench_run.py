@@ -23,6 +23,7 @@ from ansible.utils.display import Display
 from ansible_collections.xdplab.testbed.plugins.module_utils.common._atomic_files import write_json_atomic
 from ansible_collections.xdplab.testbed.plugins.module_utils.results._record_schema import (
     build_record,
+    check_replicate,
     iso,
     new_run_id,
     record_filename,
@@ -36,8 +37,11 @@ from ansible_collections.xdplab.testbed.plugins.module_utils.traffic._bench_run_
 from ansible_collections.xdplab.testbed.plugins.module_utils.traffic._client_server_argv import server_argv
 from ansible_collections.xdplab.testbed.plugins.module_utils.traffic._counter_bursts import (
     SamplingError,
+    align_bursts,
     bound_label,
+    dut_drops,
     find_bursts,
+    signed_loss,
 )
 from ansible_collections.xdplab.testbed.plugins.module_utils.traffic._dut_counters import CounterError, check_spec
 from ansible_collections.xdplab.testbed.plugins.module_utils.traffic._generator_table import command, interrupt_after
@@ -80,6 +84,41 @@ def check_server(spec: dict | None, sampler: str) -> None:
     if sampler == "server" and spec.get("tool") not in SINKS:
         raise GeneratorParamError(f"sampler=server needs a sink that counts packets ({', '.join(SINKS)}), "
                                   f"got server tool {spec.get('tool')!r}")
+
+
+def align_runs(runs: list[dict], bursts: list, started_epoch: float | None) -> list[int]:
+    """Burst index of every run, by start times (the runs' wall clock, the sampler's time 0 + offset).
+
+    Without start times (an older sampler or generator), the bursts are taken in order.
+    """
+    spans = [(r.get("started_epoch"), r.get("elapsed")) for r in runs]
+    if started_epoch is None or any(s is None or e is None for s, e in spans):
+        return list(range(len(runs)))
+    return align_bursts(spans, [started_epoch + b.t_start for b in bursts])
+
+
+def overall_bound(reps: list[dict]) -> str:
+    """One label for the point: dut-bound if any repetition is; generator-bound only if all are."""
+    labels = [r.get("bound", "unknown") for r in reps]
+    if not labels:
+        return "unknown"
+    if "dut-bound" in labels:
+        return "dut-bound"
+    if all(lab == "generator-bound" for lab in labels):
+        return "generator-bound"
+    return "undetermined" if any(lab == "undetermined" for lab in labels) else labels[0]
+
+
+def check_calibration(args: dict) -> None:
+    """Raise GeneratorParamError naming a bad generator_max or replicate (before anything starts)."""
+    gmax = args.get("generator_max")
+    if gmax is not None and not (isinstance(gmax, (int, float)) and gmax > 0 and gmax != float("inf")):
+        raise GeneratorParamError(f"generator_max must be a rate > 0 (packets/s), got {gmax!r}")
+    if args.get("replicate") is not None:
+        try:
+            check_replicate(args["replicate"])
+        except ValueError as exc:
+            raise GeneratorParamError(str(exc)) from None
 
 
 class ActionModule(ActionBase):
@@ -142,6 +181,7 @@ class ActionModule(ActionBase):
         try:  # bad parameters fail here, before anything starts on any host
             check_generator_params(args.get("tool", "xdpgen"), args.get("params") or {})
             check_server(args.get("server"), args.get("sampler", "continuous"))
+            check_calibration(args)
             if args.get("counter"):
                 check_spec(args["counter"])
         except (GeneratorParamError, CounterError) as exc:
@@ -211,7 +251,7 @@ class ActionModule(ActionBase):
         return {"runs": runs, "sample": sample}
 
     def _finish(self, result, args, params, runs, sample, mode, started, stopped, task_vars) -> dict:
-        reps_out, counters = self._cross_check(runs, sample, mode)
+        reps_out, counters = self._cross_check(runs, sample, mode, args.get("generator_max"))
         if stopped:
             counters["server"] = {"tool": args["server"]["tool"], "info": (stopped.get("sink") or {}).get("info", {})}
             counters["server_cpu"] = stopped.get("cpu", {})
@@ -222,10 +262,20 @@ class ActionModule(ActionBase):
             samples = [r["dut_pps"] for r in reps_out]
             how = "sink_burst_rate"
         else:
-            samples = [r["dut_pps"] for r in reps_out]
+            # a short burst's rate includes idle time: kept out of the samples, named in the warnings
+            samples = [r["dut_pps"] for r in reps_out if not r.get("dut_short")]
             how = "dut_steady_rate" if mode == "continuous" else "dut_delta_over_generator_time"
-        bound = "dut-bound" if any(r.get("bound") == "dut-bound" for r in reps_out) else (
-            reps_out[0].get("bound", "unknown") if reps_out else "unknown")
+        warnings = [r["warning"] for r in reps_out if r.get("warning")]
+        short = [i + 1 for i, r in enumerate(reps_out) if r.get("dut_short")]
+        if short:
+            warnings.append(f"repetition(s) {', '.join(map(str, short))} of {len(reps_out)}: burst shorter than "
+                            "3 interior sampling intervals, kept out of the samples (its rate would include "
+                            "idle time); lengthen the duration")
+        if not samples:
+            return dict(result, failed=True, reps=reps_out,
+                        msg=f"every repetition's burst was short ({len(reps_out)} of {len(reps_out)}): no steady "
+                            "rate to record; lengthen the duration or shorten sample_interval")
+        bound = overall_bound(reps_out)
         environment = dict(args.get("environment") or {})
         if args.get("generator_environment"):
             environment["generator"] = args["generator_environment"]
@@ -246,15 +296,18 @@ class ActionModule(ActionBase):
                 environment=environment,
                 started=iso(started),
                 duration_s=(utcnow() - started).total_seconds(),
-                extra={"reps": reps_out, "bound": bound,
+                extra={"reps": reps_out, "bound": bound, "warnings": warnings,
+                       **({"replicate": args["replicate"]} if args.get("replicate") else {}),
                        "addresses": {k: params[k] for k in PLUMBING if k in params},
                        "dut": args.get("dut"), "generator": task_vars.get("inventory_hostname")},
             )
         except ValueError as exc:
             return dict(result, failed=True, msg=str(exc), reps=reps_out)
         result.update(changed=False, record=record, reps=reps_out, bound=bound, runs=runs)
+        for w in warnings:
+            self._display.warning(f"{record['scenario']}: {w}")
         if args.get("results_dir"):
-            name = record_filename(record["scenario"], record["variant"], record_params)
+            name = record_filename(record["scenario"], record["variant"], record_params, record.get("replicate"))
             path = os.path.join(args["results_dir"], name)
             write_json_atomic(path, record)
             result.update(changed=True, record_path=path)
@@ -323,7 +376,12 @@ class ActionModule(ActionBase):
             return None, dict(failed=True, runs=gen["runs"], sampler=samp,
                               msg=f"DUT counter {samp['counter']['description']} on {args['dut']} {what} "
                                   f"(expected {reps}, one per repetition)")
-        samp["bursts"] = [b.as_dict() for b in bursts]
+        try:  # each run gets the burst that started with it, by start times (clock offset allowed)
+            order = align_runs(gen["runs"], bursts, samp.get("started_epoch"))
+        except SamplingError as exc:
+            return None, dict(failed=True, msg=f"DUT counter {samp['counter']['description']}: {exc}",
+                              runs=gen["runs"], sampler=samp)
+        samp["bursts"] = [bursts[j].as_dict() for j in order]
         return gen["runs"], samp
 
     def _snapshot(self, args, module_args, reps, task_vars):
@@ -345,8 +403,10 @@ class ActionModule(ActionBase):
         return runs, {"snapshots": reads}
 
     @staticmethod
-    def _cross_check(runs: list[dict], sample: dict | None, mode: str) -> tuple[list[dict], dict]:
+    def _cross_check(runs: list[dict], sample: dict | None, mode: str,
+                     generator_max: float | None = None) -> tuple[list[dict], dict]:
         reps, counters = [], {"gen_packets": 0}
+        drops = dut_drops((sample or {}).get("ethtool")) if mode == "continuous" else None
         for i, run in enumerate(runs):
             parsed = run["parsed"]
             rep = {"gen_packets": parsed.get("packets"), "gen_seconds": parsed.get("seconds"),
@@ -354,7 +414,9 @@ class ActionModule(ActionBase):
             counters["gen_packets"] += int(parsed.get("packets") or 0)
             if mode == "continuous":
                 burst = sample["bursts"][i]
-                rep.update(dut_packets=burst["packets"], dut_pps=burst["rate"], dut_interior=burst["interior"])
+                rep.update(dut_packets=burst["packets"], dut_pps=burst["rate"], dut_interior=burst["interior"],
+                           dut_short=burst.get("short", not burst["interior"]),
+                           dut_ramp_trimmed=burst.get("ramp_trimmed", 0))
             elif mode == "server":
                 burst = sample["sink"]["bursts"][i]
                 rep.update(dut_packets=burst["packets"], dut_pps=burst["pps"], dut_seconds=burst["seconds"])
@@ -364,10 +426,16 @@ class ActionModule(ActionBase):
                 secs = parsed.get("seconds") or run["elapsed"]
                 rep.update(dut_packets=got, dut_pps=got / secs)
             if mode != "none":
-                label, loss = bound_label(parsed.get("packets"), rep["dut_packets"])
+                label, loss = bound_label(parsed.get("packets"), rep["dut_packets"], rate=rep["dut_pps"],
+                                          generator_max=generator_max, dut_drops=drops)
                 rep.update(bound=label, loss=loss)
+                surplus = signed_loss(parsed.get("packets"), rep["dut_packets"])[1]
+                if surplus:
+                    rep["warning"] = f"repetition {i + 1}: {surplus}"
                 counters["dut_packets"] = counters.get("dut_packets", 0) + rep["dut_packets"]
             reps.append(rep)
+        if drops is not None:
+            counters["dut_drops"] = drops
         if mode == "continuous":
             counters["dut_counter"] = sample["counter"]["description"]
             counters["dut_ethtool"] = sample.get("ethtool", {})

@@ -15,9 +15,16 @@ description:
     candidate minus baseline in ns/packet (ns/packet = 1e9/pps; negative is faster).
   - O(baseline) and O(candidate) are record files, or results directories (a run directory or a
     directory of run directories) whose records are matched by scenario and params.
-  - The interval is Welch's t on per-repetition ns/packet (95%, two-sided); a difference is
-    significant only when that interval excludes zero. With n=1 on either side the result says
-    C(n=1, no interval) and is never significant.
+  - One estimator throughout, the mean of per-unit ns/packet (1e9/pps of each unit); the interval is
+    Welch's t on those units (95%, two-sided); a difference is significant only when that interval
+    excludes zero. With n=1 on either side, or zero variance on both, there is no interval and the
+    difference is never significant.
+  - Units of replication. Several records of one scenario + params on a side (rounds, runs, boots,
+    named by the record's C(replicate), else its run id) are its units, and the comparison uses the
+    between-unit variance (unit means). With one record per side the units are the repetitions of
+    one back-to-back run, and the result carries a C(caveat) saying so.
+  - With several comparisons, C(p_holm) and C(significant_holm) give Holm's adjustment across them,
+    and C(multiple) the count chance alone would call significant.
   - Shows what changed in the environment fingerprints besides the variant.
   - Runs on the controller; reads only. Bad input (other schema, NaN or negative rates, no records,
     nothing matchable, incomplete runs) fails with a message naming the file.
@@ -101,6 +108,16 @@ method:
   returned: success
   type: str
   sample: welch-t
+multiple:
+  description: Holm's adjustment across the comparisons (rows_tested, significant_raw,
+    significant_holm, expected_by_chance, chance_of_any).
+  returned: success
+  type: dict
+caveat:
+  description: Present when a side has a single unit (one back-to-back run); says what the interval
+    does not cover.
+  returned: when a side has one unit
+  type: str
 unmatched:
   description: Records without a counterpart (side, scenario, params, record).
   returned: success
@@ -114,7 +131,11 @@ environment_diff:
 import traceback
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.xdplab.testbed.plugins.module_utils.results._compare import compare_records, match
+from ansible_collections.xdplab.testbed.plugins.module_utils.results._compare import (
+    compare_records,
+    match,
+    multiple_comparisons,
+)
 from ansible_collections.xdplab.testbed.plugins.module_utils.results._record_files import RecordError, load_results
 from ansible_collections.xdplab.testbed.plugins.module_utils.results._statistics import StatsError
 
@@ -138,18 +159,22 @@ def main() -> None:
                                  cand_variant=p["candidate_variant"], base_where=p["baseline"],
                                  cand_where=p["candidate"])
         comparisons = [compare_records(b, c) for b, c in pairs]
+        multiple = multiple_comparisons(comparisons)
     except (RecordError, StatsError) as exc:
         module.fail_json(msg=str(exc))
     except Exception as exc:
         module.fail_json(msg=f"bench_compare: {exc}", exception=traceback.format_exc())
     first = comparisons[0]
+    for w in sorted({w for c in comparisons for w in c["warnings"]}):
+        module.warn(w)
     for u in unmatched:
         module.warn(f"unmatched {u['side']} record {u['record']} ({u['scenario']} {u['params']})")
     module.exit_json(changed=False, comparisons=comparisons, unmatched=unmatched,
                      delta_ns_per_packet=first["delta_ns_per_packet"], ci95_ns=first["ci95_ns"],
                      significant=first["significant"], method=first["method"],
                      percent=first["percent"], environment_diff=first["environment_diff"],
-                     baseline=first["baseline"], candidate=first["candidate"])
+                     baseline=first["baseline"], candidate=first["candidate"], multiple=multiple,
+                     **({"caveat": first["caveat"]} if first.get("caveat") else {}))
 
 
 if __name__ == "__main__":

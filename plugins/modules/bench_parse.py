@@ -64,13 +64,17 @@ parsed:
   description:
     - Parsed figures. Always has C(pps) (float, packets/s) and C(tool).
     - xdpgen adds packets, bytes, seconds, gbps, threads, pkt_size, per_thread.
-    - pktgen adds packets, errors, bps, seconds, pkt_size, devices (one per DEV@THREAD; pps is their sum).
+    - pktgen adds packets, errors, bps, seconds, pkt_size, pps_basis, devices (one per DEV@THREAD); pps is
+      all packets over the wall span (the longest device's elapsed time).
+    - trafgen adds packets, bytes, seconds, per_cpu; pps is all packets over the longest CPU's time.
     - sockperf adds mode (tp or pp); pp pps is replies per second in the valid window, with latency_usec.
     - iperf3 adds protocol and pps_basis; UDP pps is packets received per second, TCP pps is an
       estimate (received bytes / tcp_mss_default / seconds).
-    - xdp-bench and xdp-trafficgen add intervals (one per printed line), pps is their mean after
-      leading all-zero intervals.
-    - testpmd adds ports and pps_direction (rx when any port receives, else tx).
+    - xdp-bench and xdp-trafficgen add intervals (one per printed line); pps is the mean of the steady
+      intervals, without leading and trailing zero intervals and the two partial edge intervals
+      (trailing_zero_intervals, edge_intervals_dropped, intervals_used, interior say what was used).
+    - testpmd adds ports (the last complete stats block of each, with blocks) and pps_direction (rx when
+      any port receives, else tx); pps is the sum over ports of that block's rate.
   returned: success
   type: dict
   sample:

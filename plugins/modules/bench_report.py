@@ -90,7 +90,8 @@ rows:
        ns_per_packet: 163.93, delta_prev_ns: 5.43, delta_base_ns: 5.43, n: 3}
 noise:
   description: pooled_stdev_ns, repetitions_needed (for delta_ns), aa_comparisons, aa_significant,
-    aa_false_positive_rate.
+    aa_false_positive_rate, and aa_rounds (A/A in interleaved rounds of one configuration, one entry
+    per configuration with 6 rounds or more).
   returned: success
   type: dict
 environment_diff:

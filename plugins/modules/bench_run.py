@@ -117,6 +117,19 @@ options:
   results_dir:
     description: Directory on the controller; the record is written there atomically when given.
     type: path
+  replicate:
+    description:
+      - The replication unit this record is, stored as the record's C(replicate)
+        (C({level, id}), level one of C(repetition), C(run), C(boot), C(round)). Records of one
+        scenario + params with different unit ids are compared by unit means (between-unit variance).
+      - With it, the record file name carries the unit id, so every round keeps its own record.
+    type: dict
+  generator_max:
+    description:
+      - Generator-only maximum rate (packets/s) of this configuration, measured with the generator alone
+        into a drop sink. A point is labelled C(generator-bound) only at 95% of it or more; without it,
+        a point without DUT drops or loss is C(undetermined).
+    type: float
   record_params:
     description:
       - Parameters stored in the record (and used to match records) that the generator does not take,

@@ -114,7 +114,7 @@ import time
 import traceback
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.xdplab.testbed.plugins.module_utils.traffic._counter_bursts import MIN_RATE
+from ansible_collections.xdplab.testbed.plugins.module_utils.traffic._counter_bursts import MIN_RATE, read_at_midpoint
 from ansible_collections.xdplab.testbed.plugins.module_utils.traffic._dut_counters import (
     CounterError,
     check_spec,
@@ -142,15 +142,16 @@ def ethtool_snapshot(module: AnsibleModule, interfaces: list[str]) -> dict[str, 
 def sample(read, interval: float, bursts: int, idle: float, max_duration: float, stall: float = 0.0):
     """Read until `bursts` bursts have ended, the counter stalls for `stall` s, or max_duration.
 
-    Returns (times, counts).
+    Each sample is timestamped before and after its read; its time is the midpoint (read latency
+    does not enter the rates), relative to the first read's midpoint. Returns (times, counts).
     """
-    t0 = time.monotonic()
-    times, counts = [0.0], [read()]
+    t0, first, _ = read_at_midpoint(read, time.monotonic)
+    times, counts = [0.0], [first]
     seen, moving, last_move = 0, False, 0.0
     while True:
         time.sleep(interval)
-        now = time.monotonic() - t0
-        value = read()
+        mid, value, _ = read_at_midpoint(read, time.monotonic)
+        now = mid - t0
         rate = (value - counts[-1]) / (now - times[-1])
         times.append(now)
         counts.append(value)
@@ -191,7 +192,7 @@ def main() -> None:
         read = make_reader(spec, run_command=module.run_command)
         eth_before = ethtool_snapshot(module, p["ethtool_interfaces"])
         cpu_before = read_proc_stat()
-        started = time.time()
+        started = time.time()  # wall clock of time 0: bursts are aligned to the runs' start times
         if p["interval"] == 0:
             times, counts = [0.0], [read()]
         else:

@@ -132,7 +132,9 @@ def test_a_good_point_cross_checks_sent_and_received(bed):
     for rep in out["reps"]:
         assert rep["dut_packets"] > 0
         assert rep["loss"] < 0.01
-        assert rep["bound"] == "generator-bound"
+        # no loss alone proves nothing about who set the rate: without a calibration (generator_max)
+        # the label is "undetermined", never "generator-bound"
+        assert rep["bound"] == "undetermined"
         # the steady rate comes from the DUT's counter, not from the generator's claim
         assert rep["dut_pps"] != rep["gen_pps"]
     assert rec["counters"]["dut_packets"] >= 0.99 * rec["counters"]["gen_packets"]

@@ -38,12 +38,16 @@ def test_pktgen_device_file_from_kernel_docs():
     assert dev["mbps"] == 3110 and dev["bps"] == 3110669760
 
 
-def test_pktgen_four_threads_sum():
+def test_pktgen_four_threads_packets_over_wall_span():
     r = parse("pktgen", load("pktgen/sample02_4threads.txt"))
     assert [d["device"] for d in r["devices"]] == [f"enp1s0f0@{i}" for i in range(4)]
     assert [d["thread"] for d in r["devices"]] == [0, 1, 2, 3]
-    assert r["pps"] == 3524977 + 3552005 + 3521897 + 3535430
     assert r["packets"] == 21720084 + 21986660 + 21518043 + 21741946
+    # all packets over the wall span (the longest device), not the sum of per-device rates
+    span = max(d["usec"] for d in r["devices"]) / 1e6
+    assert r["seconds"] == span
+    assert r["pps"] == pytest.approx(r["packets"] / span, rel=1e-12)
+    assert r["pps"] < 3524977 + 3552005 + 3521897 + 3535430
     # the kernel's pps is packets / elapsed for each device
     for d in r["devices"]:
         assert d["pps"] == pytest.approx(d["packets"] / (d["usec"] / 1e6), rel=1e-6)
@@ -98,10 +102,11 @@ def test_trafgen_one_cpu_real():
     assert r["pps"] == pytest.approx(200000 / 0.631072)
 
 
-def test_trafgen_two_cpus_real_sum_of_rates():
+def test_trafgen_two_cpus_real_packets_over_wall_span():
     r = parse("trafgen", load("trafgen_h4/trafgen_2cpus_n200000.txt"))
     assert [c["cpu"] for c in r["per_cpu"]] == [0, 1]
-    assert r["pps"] == pytest.approx(100000 / 0.333245 + 100000 / 0.394708)
+    # 200000 packets in the longest CPU's 0.394708 s, not 100000/0.333245 + 100000/0.394708
+    assert r["pps"] == pytest.approx(200000 / 0.394708, rel=1e-12)
 
 
 def test_trafgen_sigint_real():
@@ -232,10 +237,12 @@ def test_xdp_bench_extended_real():
     assert iv["per_cpu"] == [{"cpu": 6, "pps": 13803680, "drop_pps": 0, "error_pps": 0}]
 
 
-def test_xdp_bench_stall_counts_zero_intervals_real():
+def test_xdp_bench_trailing_zero_intervals_dropped_real():
+    # one interval of traffic, then nothing: the trailing zeros are after the traffic, not a rate
     r = parse("xdp-bench", load("xdp_bench/terse_tx_stalled_enetc.txt"))
-    assert r["pps"] == pytest.approx(2046 / 4)
-    assert r["zero_intervals"] == 3 and r["leading_zero_intervals"] == 0
+    assert r["pps"] == 2046.0
+    assert r["trailing_zero_intervals"] == 3 and r["leading_zero_intervals"] == 0
+    assert r["interior"] is False and r["intervals_used"] == 1
 
 
 def test_xdp_bench_leading_zero_intervals_skipped():
@@ -264,7 +271,7 @@ def test_xdp_trafficgen_rate():
     r = parse("xdp-trafficgen", text)
     assert r["interface"] == "eno2"
     assert [iv["xmit_pps"] for iv in r["intervals"]] == [5_000_000, 5_000_000, 0]
-    assert r["pps"] == pytest.approx(10_000_000 / 3)
+    assert r["pps"] == 5_000_000.0 and r["trailing_zero_intervals"] == 1
 
 
 # ------------------------------------------------------------------ testpmd
@@ -280,10 +287,79 @@ def test_testpmd_txonly_real():
     assert r["pps_direction"] == "tx" and r["pps"] == 143279102.0
 
 
+def test_testpmd_last_block_per_port_not_sum_of_blocks():
+    # three 1 s blocks of 994,637 pps: the rate is 994,637, not 3 x 994,637; the block cut by SIGINT
+    # after them is skipped
+    r = parse("testpmd", load("testpmd/txonly_multiblock_derived.txt"))
+    assert r["pps_direction"] == "tx" and r["pps"] == 994637.0
+    (p,) = r["ports"]
+    assert p["blocks"] == 4 and p["tx_packets"] == 1992896 + 2 * 994637
+    # rate == packets / wall span of the last period (1 s, --stats-period=1)
+    assert r["pps"] == (p["tx_packets"] - (1992896 + 994637)) / 1.0
+
+
+def test_testpmd_real_capture_uses_its_last_block():
+    r = parse("testpmd", load("testpmd/af_xdp_veth_txonly_here.txt"))
+    assert r["pps"] == 994637.0 and r["ports"][0]["blocks"] == 2
+    # the block's own counters, not the exit-time forward statistics printed after it (5105184)
+    assert r["ports"][0]["tx_packets"] == 1992896
+
+
+def test_testpmd_sums_ports_of_the_last_blocks():
+    r = parse("testpmd", load("testpmd/txonly_2ports_multiblock_derived.txt"))
+    assert [p["port"] for p in r["ports"]] == [0, 1]
+    assert [p["blocks"] for p in r["ports"]] == [4, 4]
+    assert r["pps"] == 994637.0 + 500000.0
+    # each port's last-period packets / 1 s, summed
+    assert r["pps"] == sum(p["tx_packets"] / 3.0 for p in r["ports"])
+
+
 def test_testpmd_truncated_real_prefix():
     text = load("testpmd/txonly_mlx5.txt")
     with pytest.raises(ParseError, match="truncated block"):
         parse("testpmd", text[: text.index("Throughput")])
+
+
+def _xb(values, word="rx/s"):
+    return "".join(f"Summary {v:>15,} {word}                  0 err,drop/s\n" for v in values)
+
+
+def test_xdp_bench_edges_and_trailing_zeros_dropped():
+    # 0.4 s of traffic in the first interval, 3 full seconds at 1 Mpps, 0.7 s, then idle
+    vals = [0, 400_000, 1_000_000, 1_000_000, 1_000_000, 700_000, 0, 0]
+    r = parse("xdp-bench", _xb(vals))
+    assert (r["leading_zero_intervals"], r["trailing_zero_intervals"], r["edge_intervals_dropped"]) == (1, 2, 2)
+    # rate == packets of the steady intervals / their wall span (1 s each)
+    assert r["pps"] == 3_000_000 / 3.0 and r["intervals_used"] == 3 and r["interior"] is True
+
+
+def test_xdp_bench_stall_inside_traffic_is_kept():
+    r = parse("xdp-bench", _xb([0, 500_000, 1_000_000, 0, 1_000_000, 200_000, 0]))
+    assert r["pps"] == pytest.approx(2_000_000 / 3) and r["zero_intervals"] == 1
+
+
+def test_xdp_trafficgen_edges_and_trailing_zeros_dropped():
+    text = "".join(f"lo->eno2 0 err/s {v:,} xmit/s\n" for v in [0, 100, 5_000_000, 5_000_000, 300, 0])
+    r = parse("xdp-trafficgen", text)
+    assert r["pps"] == 5_000_000.0 and r["intervals_used"] == 2
+
+
+def test_xskgen_several_intervals_packets_over_span():
+    text = ("sent 1000000 packets 512000000 bits, took 0.5 sec, 1.0 gbps 2.0 mpps\n"
+            "sent 3000000 packets 1536000000 bits, took 1.0 sec, 1.5 gbps 3.0 mpps\n"
+            "sent 2000000 packets 1024000000 bits, took 1.0 sec, 1.0 gbps 2.0 mpps\n")
+    r = parse("xskgen", text)
+    assert r["pps"] == 6_000_000 / 2.5
+
+
+def test_pktgen_devices_of_unequal_spans():
+    text = ("Device: veth0@0\nResult: OK: 2000000(c1999000+d1000) usec, 4000000 (60byte,0frags)\n"
+            "  2000000pps 960Mb/sec (960000000bps) errors: 0\n"
+            "Device: veth0@1\nResult: OK: 1000000(c999000+d1000) usec, 2000000 (60byte,0frags)\n"
+            "  2000000pps 960Mb/sec (960000000bps) errors: 0\n")
+    r = parse("pktgen", text)
+    # 6 M packets in a 2 s wall span: 3 Mpps (the per-device sum, 4 Mpps, counts veth0@1 for 2 s)
+    assert r["pps"] == 3_000_000.0
 
 
 # ------------------------------------------------------------------ every tool

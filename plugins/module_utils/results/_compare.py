@@ -17,7 +17,10 @@ from typing import Any
 from ansible_collections.xdplab.testbed.plugins.module_utils.results._environment import fingerprint_diff
 from ansible_collections.xdplab.testbed.plugins.module_utils.results._record_files import RecordError, params_key
 from ansible_collections.xdplab.testbed.plugins.module_utils.results._statistics import (
+    StatsError,
     aa_false_positive_rate,
+    holm,
+    min_detectable_effect,
     ns_samples,
     repetitions_needed,
     summarize,
@@ -25,33 +28,80 @@ from ansible_collections.xdplab.testbed.plugins.module_utils.results._statistics
 )
 
 METHOD = "welch-t"
-METHOD_TEXT = "Welch t-test on per-repetition ns/packet (1e9/pps), 95% two-sided interval"
+ESTIMATOR = "mean of per-unit ns/packet"
+METHOD_TEXT = ("Welch t-test on the mean of per-unit ns/packet (1e9/pps of each unit), 95% two-sided "
+               "interval; the delta, its interval, the significance call, the direction word and the plot "
+               "all use that one estimator")
+CAVEAT_ONE_RUN = ("one back-to-back run per side: the units are repetitions inside one run, so the interval "
+                  "shows within-run noise only; a difference between runs (boot, placement, drift) is not "
+                  "covered. Repeat in interleaved rounds (bench_rounds) for between-run variance")
 
 
-def side_stats(record: dict) -> dict:
-    """n, mean, stdev, ci95 (pps), ns_per_packet (1e9/mean) and ns stdev/ci95 of one record."""
-    s = summarize(record["samples"])
-    ns = ns_samples(record["samples"])
-    ns_sum = summarize(ns)
-    out = {"n": s["n"], "mean": s["mean"], "stdev": s["stdev"], "ci95": s["ci95"],
-           "ns_per_packet": s["ns_per_packet"], "stdev_ns": ns_sum["stdev"],
-           "ci95_ns": ns_sum["ci95"], "record": record.get("_path"),
-           "run_id": record.get("run_id"), "variant": record.get("variant")}
-    if s["n"] == 1:
+def replicate_of(record: dict) -> tuple[str, str]:
+    """(level, id) of the unit a record is: its ``replicate``, else one run named by its run id."""
+    rep = record.get("replicate")
+    if isinstance(rep, dict) and rep.get("id") is not None:
+        return str(rep.get("level") or "run"), str(rep["id"])
+    return "run", str(record.get("run_id"))
+
+
+def units(records: list[dict], force_units: bool = False) -> dict:
+    """The values a comparison is fed, for the records of one side and one scenario + params.
+
+    More than one replication unit (run, boot, round; each record is one) or ``force_units``:
+    one value per unit, the mean of its per-repetition ns/packet, so the variance is the
+    between-unit variance. One unit: its per-repetition ns/packet, with the one-run caveat.
+    """
+    if not records:
+        raise RecordError("no records to compare")
+    per = [ns_samples(r["samples"]) for r in records]
+    levels = sorted({replicate_of(r)[0] for r in records})
+    if len(records) > 1 or force_units:
+        values = [math.fsum(v) / len(v) for v in per]
+        return {"values": values, "level": "/".join(levels), "units": len(values), "caveat": None}
+    return {"values": per[0], "level": "repetition", "units": 1, "caveat": CAVEAT_ONE_RUN}
+
+
+def side_stats(record: dict | list[dict], force_units: bool = False) -> dict:
+    """Statistics of one side: pps (n, mean, stdev, ci95 over every repetition), and the estimator:
+    ns_per_packet = mean of per-unit ns/packet with its stdev and 95% interval (stdev_ns, ci95_ns)."""
+    recs = record if isinstance(record, list) else [record]
+    samples = [s for r in recs for s in r["samples"]]
+    s = summarize(samples)
+    u = units(recs, force_units)
+    ns_sum = summarize(u["values"])
+    out = {"n": ns_sum["n"], "repetitions": s["n"], "mean": s["mean"], "stdev": s["stdev"], "ci95": s["ci95"],
+           "ns_per_packet": ns_sum["mean"], "stdev_ns": ns_sum["stdev"],
+           "ci95_ns": ns_sum["ci95"], "unit_level": u["level"], "units": u["units"],
+           "estimator": ESTIMATOR, "record": recs[0].get("_path") if len(recs) == 1 else [r.get("_path") for r in recs],
+           "run_id": recs[0].get("run_id"), "variant": recs[0].get("variant"), "_values": u["values"]}
+    if u["caveat"]:
+        out["caveat"] = u["caveat"]
+    if ns_sum["n"] == 1:
         out["note"] = "n=1, no interval"
     return out
 
 
-def compare_records(base: dict, cand: dict) -> dict:
-    """Compare two records: candidate minus baseline in ns/packet."""
-    b, c = side_stats(base), side_stats(cand)
-    w = welch(ns_samples(base["samples"]), ns_samples(cand["samples"]))
-    delta = c["ns_per_packet"] - b["ns_per_packet"]
+def compare_records(base: dict | list[dict], cand: dict | list[dict]) -> dict:
+    """Compare two records (or two lists of records, one per replication unit): candidate minus
+    baseline, in the mean of per-unit ns/packet. If either side has more than one unit, both
+    sides are compared by unit means (between-unit variance)."""
+    nb = len(base) if isinstance(base, list) else 1
+    nc = len(cand) if isinstance(cand, list) else 1
+    force = nb > 1 or nc > 1
+    b, c = side_stats(base, force), side_stats(cand, force)
+    w = welch(b.pop("_values"), c.pop("_values"))
+    delta = w["delta"]  # == c["ns_per_packet"] - b["ns_per_packet"]: one estimator
+    first = cand[0] if isinstance(cand, list) else cand
+    first_base = base[0] if isinstance(base, list) else base
     out = {
-        "scenario": cand.get("scenario"),
-        "params": cand.get("params"),
+        "scenario": first.get("scenario"),
+        "params": first.get("params"),
         "method": METHOD,
         "method_text": METHOD_TEXT,
+        "estimator": ESTIMATOR,
+        "unit_level": (c["unit_level"] if c["unit_level"] == b["unit_level"]
+                       else f"{b['unit_level']} vs {c['unit_level']}"),
         "baseline": b,
         "candidate": c,
         "delta_ns_per_packet": delta,
@@ -59,15 +109,24 @@ def compare_records(base: dict, cand: dict) -> dict:
         "significant": bool(w["significant"]),
         "p_value": w["p_value"],
         "df": w["df"],
-        "percent": (c["mean"] - b["mean"]) / b["mean"] * 100.0,
+        # pps change implied by the same estimator, so its sign always agrees with the delta
+        "percent": (b["ns_per_packet"] / c["ns_per_packet"] - 1.0) * 100.0,
         "percent_ns": delta / b["ns_per_packet"] * 100.0,
-        "direction": "faster" if delta < 0 else ("slower" if delta > 0 else "same"),
-        "environment_diff": fingerprint_diff(base.get("environment"), cand.get("environment")),
+        "direction": direction(delta),
+        "environment_diff": fingerprint_diff(first_base.get("environment"), first.get("environment")),
+        "warnings": [w for r in ((base if isinstance(base, list) else [base])
+                                 + (cand if isinstance(cand, list) else [cand])) for w in r.get("warnings") or []],
     }
     if w["note"]:
         out["note"] = w["note"]
+    if not force:
+        out["caveat"] = CAVEAT_ONE_RUN
     out["verdict"] = verdict(out)
     return out
+
+
+def direction(delta: float) -> str:
+    return "faster" if delta < 0 else ("slower" if delta > 0 else "same")
 
 
 def verdict(cmp: dict) -> str:
@@ -76,36 +135,40 @@ def verdict(cmp: dict) -> str:
     head = f"{d:+.2f} ns/packet ({word}), {cmp['percent']:+.2f}% pps"
     nb, nc = cmp["baseline"]["n"], cmp["candidate"]["n"]
     if cmp["ci95_ns"] is None:
-        return f"{head}; n={nb} vs n={nc}: n=1, no interval"
+        return f"{head}; n={nb} vs n={nc}: {cmp.get('note') or 'no interval'}"
     lo, hi = cmp["ci95_ns"]
     sig = "significant" if cmp["significant"] else "not significant"
-    return f"{head}; 95% CI [{lo:+.2f}, {hi:+.2f}] ns, {sig} (n={nb} vs n={nc})"
+    return f"{head}; 95% CI [{lo:+.2f}, {hi:+.2f}] ns, {sig} (n={nb} vs n={nc} {cmp['unit_level']} units)"
 
 
-def _by_key(records: list[dict], variant: str | None, where: str) -> dict[tuple[str, str], dict]:
-    out: dict[tuple[str, str], dict] = {}
+def _by_key(records: list[dict], variant: str | None, where: str) -> dict[tuple[str, str], list[dict]]:
+    """Records by scenario + params; several records of one key are replication units and must
+    name different units (replicate id, else run id)."""
+    out: dict[tuple[str, str], list[dict]] = {}
     for rec in records:
         if variant is not None and rec["variant"] != variant:
             continue
         key = (rec["scenario"], params_key(rec["params"]))
-        if key in out:
-            raise RecordError(
-                f"{where}: ambiguous: {out[key]['_path']} and {rec['_path']} are both "
-                f"scenario {rec['scenario']!r} variant {rec['variant']!r} params {rec['params']}; "
-                "select one run directory or a variant")
-        out[key] = rec
+        for other in out.get(key, []):
+            if replicate_of(other) == replicate_of(rec):
+                raise RecordError(
+                    f"{where}: ambiguous: {other['_path']} and {rec['_path']} are both "
+                    f"scenario {rec['scenario']!r} variant {rec['variant']!r} params {rec['params']} "
+                    f"of the same unit {replicate_of(rec)}; select one run directory or a variant")
+        out.setdefault(key, []).append(rec)
     return out
 
 
 def match(base_records: list[dict], cand_records: list[dict], *, base_variant: str | None = None,
           cand_variant: str | None = None, base_where: str = "baseline",
-          cand_where: str = "candidate") -> tuple[list[tuple[dict, dict]], list[dict]]:
-    """Pair records by scenario + params. Returns (pairs, unmatched descriptions).
+          cand_where: str = "candidate") -> tuple[list[tuple[list[dict], list[dict]]], list[dict]]:
+    """Pair records by scenario + params. Returns (pairs of record lists, unmatched descriptions).
 
-    Two single records are paired as given. No pair at all is an error.
+    Each side of a pair is the list of its replication units (one record each). Two single
+    records are paired as given. No pair at all is an error.
     """
     if len(base_records) == 1 and len(cand_records) == 1 and base_variant is None and cand_variant is None:
-        return [(base_records[0], cand_records[0])], []
+        return [([base_records[0]], [cand_records[0]])], []
     if base_variant is None and cand_variant is None and base_records is cand_records:
         raise RecordError("comparing a directory with itself needs baseline_variant and candidate_variant")
     b = _by_key(base_records, base_variant, base_where)
@@ -115,9 +178,9 @@ def match(base_records: list[dict], cand_records: list[dict], *, base_variant: s
     if not c:
         raise RecordError(f"{cand_where}: no records of variant {cand_variant!r}")
     common = sorted(set(b) & set(c), key=lambda k: (k[0], tuple(
-        (name, _sort_value(v)) for name, v in sorted(b[k]["params"].items()))))
+        (name, _sort_value(v)) for name, v in sorted(b[k][0]["params"].items()))))
     pairs = [(b[k], c[k]) for k in common]
-    unmatched = [{"side": side, "scenario": k[0], "params": recs[k]["params"], "record": recs[k]["_path"]}
+    unmatched = [{"side": side, "scenario": k[0], "params": recs[k][0]["params"], "record": recs[k][0]["_path"]}
                  for side, recs, other in (("baseline", b, c), ("candidate", c, b))
                  for k in sorted(recs) if k not in other]
     if not pairs:
@@ -126,6 +189,21 @@ def match(base_records: list[dict], cand_records: list[dict], *, base_variant: s
             f"({', '.join(sorted({k[0] for k in b}))}) and {cand_where} "
             f"({', '.join(sorted({k[0] for k in c}))})")
     return pairs, unmatched
+
+
+def multiple_comparisons(comparisons: list[dict], level: float = 0.95) -> dict:
+    """Holm across the rows of one report: sets ``p_holm`` and ``significant_holm`` on every
+    comparison and returns the family figures, with the rows chance alone would call significant."""
+    adj = holm([c["p_value"] if c["ci95_ns"] is not None else None for c in comparisons], level)
+    for c, a in zip(comparisons, adj, strict=True):
+        c["p_holm"] = a["p_holm"]
+        c["significant_holm"] = bool(a["significant"]) and c["ci95_ns"] is not None
+    tested = sum(1 for c in comparisons if c["ci95_ns"] is not None)
+    return {"method": "holm", "level": level, "rows_tested": tested,
+            "significant_raw": sum(1 for c in comparisons if c["significant"]),
+            "significant_holm": sum(1 for c in comparisons if c["significant_holm"]),
+            "expected_by_chance": (1.0 - level) * tested,
+            "chance_of_any": 1.0 - level ** tested if tested else 0.0}
 
 
 # ---------------------------------------------------------------------- sweeps
@@ -144,6 +222,8 @@ def _sort_value(v: Any) -> tuple:
 def sweep_tables(records: list[dict]) -> list[dict]:
     """Group records by scenario + variant; inside a group the params that vary
     define the sweep. Rows carry pps, ns_per_packet, delta_prev_ns, delta_base_ns, n.
+    ns_per_packet is the comparison estimator (mean of per-unit ns/packet); records of
+    the same params (rounds, runs) are the units of one row.
 
     One varying param: rows sorted by its value (numeric when possible), the
     first row is the baseline. Several varying params: rows in params order and
@@ -158,12 +238,17 @@ def sweep_tables(records: list[dict]) -> list[dict]:
     for (scenario, variant), recs in order:
         keys = sorted({k for r in recs for k in r["params"]})
         varying = [k for k in keys if len({params_key({"v": r["params"].get(k)}) for r in recs}) > 1]
-        recs = sorted(recs, key=lambda r: tuple(_sort_value(r["params"].get(k)) for k in varying))
+        points: dict[str, list[dict]] = {}
+        for rec in recs:  # records of one params are replication units (rounds, runs) of one row
+            points.setdefault(params_key(rec["params"]), []).append(rec)
+        ordered = sorted(points.values(), key=lambda rs: tuple(_sort_value(rs[0]["params"].get(k)) for k in varying))
         rows = []
-        for i, rec in enumerate(recs):
-            s = summarize(rec["samples"])
-            row = {"params": rec["params"], "pps": s["mean"], "ns_per_packet": s["ns_per_packet"],
-                   "n": s["n"], "ci95": s["ci95"], "record": rec.get("_path"),
+        for i, unit_recs in enumerate(ordered):
+            side = side_stats(unit_recs)
+            row = {"params": unit_recs[0]["params"], "pps": side["mean"], "ns_per_packet": side["ns_per_packet"],
+                   "n": side["n"], "ci95": side["ci95"], "ci95_ns": side["ci95_ns"],
+                   "unit_level": side["unit_level"],
+                   "record": unit_recs[0].get("_path") if len(unit_recs) == 1 else [r.get("_path") for r in unit_recs],
                    "delta_prev_ns": None, "delta_base_ns": None}
             if i:
                 row["delta_prev_ns"] = row["ns_per_packet"] - rows[-1]["ns_per_packet"]
@@ -182,7 +267,8 @@ def noise(records: list[dict], delta_ns: float = 1.0) -> dict:
       repetitions per side a ``delta_ns`` difference would need at that noise;
     - A/A: records repeated with the same scenario, variant and params (several
       runs of one configuration) are compared pairwise; the share called
-      significant is the false-positive rate (should be <= 5%).
+      significant is the false-positive rate (should be <= 5%). Records of different
+      results paths (``_set``, set by the report) are never grouped together.
     """
     sq = 0.0
     dof = 0
@@ -199,8 +285,8 @@ def noise(records: list[dict], delta_ns: float = 1.0) -> dict:
         "repetitions_needed": repetitions_needed(pooled, delta_ns) if pooled is not None else None,
     }
     groups: dict[tuple, list[dict]] = defaultdict(list)
-    for rec in records:
-        groups[(rec["scenario"], rec["variant"], params_key(rec["params"]))].append(rec)
+    for rec in records:  # ``_set``: the results path a record came from; A and B never share a group
+        groups[(rec.get("_set", 0), rec["scenario"], rec["variant"], params_key(rec["params"]))].append(rec)
     comparisons = significant = 0
     for recs in groups.values():
         if len(recs) >= 2:
@@ -210,4 +296,78 @@ def noise(records: list[dict], delta_ns: float = 1.0) -> dict:
     out["aa_comparisons"] = comparisons
     out["aa_significant"] = significant
     out["aa_false_positive_rate"] = significant / comparisons if comparisons else None
+    # between-unit noise: groups with several units (rounds, runs, boots), unit means pooled
+    usq, udof = 0.0, 0
+    for recs in groups.values():
+        if len(recs) >= 2:
+            means = [math.fsum(v) / len(v) for v in (ns_samples(r["samples"]) for r in recs)]
+            m = math.fsum(means) / len(means)
+            usq += math.fsum((x - m) ** 2 for x in means)
+            udof += len(means) - 1
+    unit_sd = math.sqrt(usq / udof) if udof else None
+    out["pooled_unit_stdev_ns"] = unit_sd
+    out["units_needed"] = repetitions_needed(unit_sd, delta_ns) if unit_sd is not None else None
+    out["aa_rounds"] = []
+    for (_, scenario, variant, _), recs in groups.items():
+        if len(recs) >= 2 * AA_PER_SIDE and all(replicate_of(r)[0] == "round" for r in recs):
+            out["aa_rounds"].append(dict(aa_rounds(recs), scenario=scenario, variant=variant,
+                                         params=recs[0]["params"]))
     return out
+
+
+AA_PER_SIDE = 3
+
+
+def aa_rounds(records: list[dict], per_side: int = AA_PER_SIDE, level: float = 0.95) -> dict:
+    """A/A on interleaved rounds of ONE configuration: how often a compare is called significant.
+
+    The rounds, in order, are labelled A B A B ...; every window of 2 x ``per_side`` consecutive
+    rounds is one A/A compare (windows overlap, so the compares are not independent: the rate is an
+    estimate). Each compare is made twice: by round means (between-round variance, how bench_compare
+    compares rounds) and, for contrast, by pooling the repetitions of each side (within-run variance,
+    a one-run compare). Also returns the per-round stdev of ns/packet and the minimum detectable effect
+    (80% power, 95% two-sided) of an A/B with ``per_side`` rounds per side and with all the rounds
+    split in two.
+    """
+    if per_side < 2:
+        raise StatsError(f"per_side must be >= 2, got {per_side!r}")
+    recs = sorted(records, key=lambda r: _sort_value(replicate_of(r)[1]))
+    ids = [replicate_of(r)[1] for r in recs]
+    if len(set(ids)) != len(ids):
+        raise StatsError(f"A/A rounds: round ids repeat: {ids}")
+    per = [ns_samples(r["samples"]) for r in recs]
+    values = [math.fsum(v) / len(v) for v in per]
+    n = len(values)
+    if n < 2 * per_side:
+        raise StatsError(f"A/A rounds: {n} rounds, need at least {2 * per_side} ({per_side} per side)")
+    unit = summarize(values)
+    compares = sig_units = sig_reps = tested_reps = 0
+    for start in range(n - 2 * per_side + 1):
+        window = list(range(start, start + 2 * per_side))
+        a, b = window[0::2], window[1::2]
+        w = welch([values[i] for i in a], [values[i] for i in b], level)
+        if w["ci"] is not None:
+            compares += 1
+            sig_units += bool(w["significant"])
+        r = welch([x for i in a for x in per[i]], [x for i in b for x in per[i]], level)
+        if r["ci"] is not None:
+            tested_reps += 1
+            sig_reps += bool(r["significant"])
+    sq = math.fsum(math.fsum((x - m) ** 2 for x in v) for v, m in zip(per, values, strict=True))
+    dof = sum(len(v) - 1 for v in per)
+    return {
+        "rounds": n,
+        "per_side": per_side,
+        "mean_ns": unit["mean"],
+        "round_stdev_ns": unit["stdev"],
+        "within_stdev_ns": math.sqrt(sq / dof) if dof else None,
+        "compares": compares,
+        "significant": sig_units,
+        "false_positive_rate": sig_units / compares if compares else None,
+        "repetition_level_compares": tested_reps,
+        "repetition_level_significant": sig_reps,
+        "repetition_level_false_positive_rate": sig_reps / tested_reps if tested_reps else None,
+        "mde_ns_per_side": min_detectable_effect(unit["stdev"], per_side, level),
+        "mde_ns_all_rounds": min_detectable_effect(unit["stdev"], n // 2, level),
+        "mde_rounds_per_side": n // 2,
+    }

@@ -15,7 +15,7 @@ import math
 import os
 from typing import Any
 
-from ansible_collections.xdplab.testbed.plugins.module_utils.results._record_schema import SCHEMA  # noqa: E402
+from ansible_collections.xdplab.testbed.plugins.module_utils.results._record_schema import SCHEMA, check_replicate  # noqa: E402
 from ansible_collections.xdplab.testbed.plugins.module_utils.results._statistics import (
     StatsError,
     check_samples,
@@ -56,6 +56,11 @@ def validate_record(data: Any, path: str) -> dict:
         check_samples(data["samples"])
     except StatsError as exc:
         raise RecordError(f"{path}: {exc}") from None
+    if "replicate" in data:
+        try:
+            check_replicate(data["replicate"])
+        except ValueError as exc:
+            raise RecordError(f"{path}: {exc}") from None
     pkt = data["params"].get("pkt_size")
     try:
         pkt = int(pkt) if pkt is not None and not isinstance(pkt, bool) else None

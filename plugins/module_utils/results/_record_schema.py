@@ -42,10 +42,26 @@ def slug(value: Any) -> str:
     return text[:64]
 
 
-def record_filename(scenario: str, variant: str, params: dict) -> str:
-    """<scenario>__<variant>__<hash of params>.json: one file per (scenario, variant, params)."""
+REPLICATE_LEVELS = ("repetition", "run", "boot", "round")
+
+
+def check_replicate(replicate: Any, where: str = "replicate") -> dict:
+    """A record's replication unit: {"level": one of REPLICATE_LEVELS, "id": str or int}."""
+    if not isinstance(replicate, dict) or set(replicate) != {"level", "id"}:
+        raise ValueError(f"{where} must be {{'level': ..., 'id': ...}}, got {replicate!r}")
+    if replicate["level"] not in REPLICATE_LEVELS:
+        raise ValueError(f"{where}.level must be one of {', '.join(REPLICATE_LEVELS)}, got {replicate['level']!r}")
+    if isinstance(replicate["id"], bool) or not isinstance(replicate["id"], (str, int)) or replicate["id"] == "":
+        raise ValueError(f"{where}.id must be a non-empty string or an integer, got {replicate['id']!r}")
+    return {"level": replicate["level"], "id": replicate["id"]}
+
+
+def record_filename(scenario: str, variant: str, params: dict, replicate: dict | None = None) -> str:
+    """<scenario>__<variant>__<hash of params>[__<level>-<id>].json: one file per (scenario, variant,
+    params) and replication unit."""
     digest = hashlib.sha1(json.dumps(params, sort_keys=True, default=str).encode(), usedforsecurity=False)
-    return f"{slug(scenario)}__{slug(variant)}__{digest.hexdigest()[:10]}.json"
+    unit = f"__{slug(replicate['level'])}-{slug(replicate['id'])}" if replicate else ""
+    return f"{slug(scenario)}__{slug(variant)}__{digest.hexdigest()[:10]}{unit}.json"
 
 
 def build_record(
@@ -92,5 +108,5 @@ def build_record(
         for key, value in extra.items():
             if key in record:
                 raise ValueError(f"extra key {key!r} would overwrite a record v1 field")
-            record[key] = value
+            record[key] = check_replicate(value) if key == "replicate" else value
     return record

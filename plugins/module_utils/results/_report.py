@@ -17,10 +17,13 @@ import json
 from typing import Any
 
 from ansible_collections.xdplab.testbed.plugins.module_utils.results._compare import (
+    CAVEAT_ONE_RUN,
     METHOD_TEXT,
     compare_records,
     match,
+    multiple_comparisons,
     noise,
+    replicate_of,
     sweep_tables,
 )
 from ansible_collections.xdplab.testbed.plugins.module_utils.results._record_files import load_results
@@ -36,6 +39,9 @@ def build(results: list[str], *, baseline_variant: str | None = None,
     if not results or len(results) > 2:
         raise ValueError(f"results must be one path or a list of two, got {results!r}")
     sets = [load_results(p, allow_incomplete=allow_incomplete) for p in results]
+    for i, recs in enumerate(sets):
+        for r in recs:
+            r["_set"] = i  # A/A noise never groups records of the two sides together
     all_records = [r for s in sets for r in s]
     report: dict[str, Any] = {
         "results": list(results),
@@ -43,6 +49,7 @@ def build(results: list[str], *, baseline_variant: str | None = None,
         "incomplete": sorted({r["_path"] for r in all_records if r.get("incomplete")}),
         "environment": _first_env(sets[0]),
         "noise": noise(all_records),
+        "warnings": [f"{r['_path']}: {w}" for r in all_records for w in r.get("warnings") or []],
     }
     if len(sets) == 2 or baseline_variant or candidate_variant:
         base = sets[0]
@@ -51,12 +58,17 @@ def build(results: list[str], *, baseline_variant: str | None = None,
                                  cand_variant=candidate_variant, base_where=results[0],
                                  cand_where=results[-1])
         report["comparisons"] = [compare_records(b, c) for b, c in pairs]
+        report["multiple"] = multiple_comparisons(report["comparisons"])
+        if any(c.get("caveat") for c in report["comparisons"]):
+            report["caveat"] = CAVEAT_ONE_RUN
         report["unmatched"] = unmatched
-        report["candidate_environment"] = _first_env([c for _, c in pairs])
+        report["candidate_environment"] = _first_env([r for _, cs in pairs for r in cs])
         report["environment_diff"] = report["comparisons"][0]["environment_diff"]
         report["rows"] = [_row_from_cmp(c) for c in report["comparisons"]]
     else:
         report["sweeps"] = sweep_tables(sets[0])
+        if len({replicate_of(r) for r in sets[0]}) == 1:
+            report["caveat"] = CAVEAT_ONE_RUN
         report["rows"] = [{k: row[k] for k in ("params", "pps", "ns_per_packet", "delta_prev_ns",
                                                   "delta_base_ns", "n")} | {"scenario": t["scenario"],
                                                                           "variant": t["variant"]}
@@ -78,7 +90,8 @@ def _row_from_cmp(c: dict) -> dict:
             "delta_prev_ns": c["delta_ns_per_packet"], "delta_base_ns": c["delta_ns_per_packet"],
             "n": c["candidate"]["n"], "baseline_pps": c["baseline"]["mean"],
             "baseline_ns_per_packet": c["baseline"]["ns_per_packet"], "baseline_n": c["baseline"]["n"],
-            "ci95_ns": c["ci95_ns"], "significant": c["significant"]}
+            "ci95_ns": c["ci95_ns"], "significant": c["significant"], "p_value": c["p_value"],
+            "p_holm": c.get("p_holm"), "significant_holm": c.get("significant_holm"), "unit_level": c["unit_level"]}
 
 
 # ----------------------------------------------------------------- helpers
@@ -176,10 +189,23 @@ def _noise_lines(nz: dict) -> list[str]:
         out.append(f"Noise: pooled stdev {nz['pooled_stdev_ns']:.2f} ns/packet per repetition; "
                    f"a {nz['delta_ns']:.0f} ns/packet difference needs {nz['repetitions_needed']} "
                    "repetitions per side (95% confidence, 80% power).")
+    if nz.get("pooled_unit_stdev_ns") is not None:
+        out.append(f"Between units (rounds, runs, boots of one configuration): pooled stdev "
+                   f"{nz['pooled_unit_stdev_ns']:.2f} ns/packet per unit; a {nz['delta_ns']:.0f} ns/packet "
+                   f"difference needs {nz['units_needed']} units per side. This, not the per-repetition "
+                   "figure, is the noise a compare of separate runs sees.")
     if nz["aa_comparisons"]:
         out.append(f"A/A: {nz['aa_significant']} of {nz['aa_comparisons']} comparisons of repeated runs of "
                    f"one configuration called significant ({nz['aa_false_positive_rate'] * 100:.1f}%, "
-                   "expected <= 5%).")
+                   "expected <= 5%; repetition-level Welch: it does not see the variance between runs).")
+    for aa in nz.get("aa_rounds") or []:
+        out.append(f"A/A in rounds ({aa['scenario']}/{aa['variant']}): {aa['rounds']} interleaved rounds, "
+                   f"{aa['significant']} of {aa['compares']} compares of {aa['per_side']} vs {aa['per_side']} rounds "
+                   f"called significant ({aa['false_positive_rate'] * 100:.1f}%; by pooled repetitions "
+                   f"{aa['repetition_level_false_positive_rate'] * 100:.1f}%). Round stdev "
+                   f"{aa['round_stdev_ns']:.2f} ns/packet at {aa['mean_ns']:.2f} ns/packet; minimum detectable "
+                   f"effect (80% power) {_f2(aa['mde_ns_all_rounds'])} ns/packet with {aa['mde_rounds_per_side']} "
+                   f"rounds per side.")
     return out
 
 
@@ -203,20 +229,37 @@ def render_text(report: dict, markdown: bool = False) -> str:
     out.append("")
     if report.get("incomplete"):
         out += ["WARNING: records from incomplete runs: " + ", ".join(report["incomplete"]), ""]
+    for w in report.get("warnings") or []:
+        out.append(f"WARNING: {w}")
+    if report.get("warnings"):
+        out.append("")
+    if report.get("caveat"):
+        out += [f"CAVEAT: {report['caveat']}.", ""]
     if "comparisons" in report:
         out += [h("A/B comparison (candidate minus baseline)"), "", f"Method: {METHOD_TEXT}.", ""]
         rows = []
         for c in report["comparisons"]:
             b, k = c["baseline"], c["candidate"]
-            ci = "n=1, no interval" if c["ci95_ns"] is None else f"[{c['ci95_ns'][0]:+.2f}, {c['ci95_ns'][1]:+.2f}]"
+            ci = ((c.get("note") or "no interval") if c["ci95_ns"] is None
+                  else f"[{c['ci95_ns'][0]:+.2f}, {c['ci95_ns'][1]:+.2f}]")
             sig = "-" if c["ci95_ns"] is None else ("yes" if c["significant"] else "no")
+            sig_holm = "-" if c["ci95_ns"] is None else ("yes" if c.get("significant_holm") else "no")
             rows.append([f"{c['scenario']} {_params(c['params'])}", f"{b['mean']:.0f}", _f2(b["ns_per_packet"]),
                          str(b["n"]), f"{k['mean']:.0f}", _f2(k["ns_per_packet"]), str(k["n"]),
-                         f"{_d2(c['delta_ns_per_packet'])} ({c['direction']})", ci, sig,
+                         f"{_d2(c['delta_ns_per_packet'])} ({c['direction']})", ci, sig, sig_holm,
                          f"{c['percent']:+.2f}%"])
         out += _table(["scenario/params", "base pps", "base ns/pkt", "n", "cand pps", "cand ns/pkt", "n",
-                       "delta ns/pkt", "95% CI ns", "significant", "pps change"], rows, markdown)
+                       "delta ns/pkt", "95% CI ns", "significant", "Holm", "pps change"], rows, markdown)
         out.append("")
+        mc = report.get("multiple")
+        if mc:
+            out.append(f"Multiple comparisons: {mc['significant_raw']} of {mc['rows_tested']} rows significant "
+                       f"at 95% each, {mc['significant_holm']} after Holm's adjustment (family-wise 5%). "
+                       f"Chance alone would call about {mc['expected_by_chance']:.1f} of {mc['rows_tested']} "
+                       f"rows significant ({mc['chance_of_any'] * 100:.0f}% chance of at least one).")
+            out.append(f"Units: {', '.join(sorted({c['unit_level'] for c in report['comparisons']}))}; "
+                       "n counts units.")
+            out.append("")
         if report.get("unmatched"):
             out.append("Unmatched (no counterpart on the other side): " + "; ".join(
                 f"{u['side']} {u['scenario']} {_params(u['params'])}" for u in report["unmatched"]))
@@ -306,7 +349,8 @@ def render_png(report: dict, path: str) -> None:
             xs = [i + (j - 0.5) * width for i in range(len(cmps))]
             ys = [c[side]["ns_per_packet"] for c in cmps]
             errs = [[0, 0] if c[side]["ci95_ns"] is None else
-                    [y - c[side]["ci95_ns"][0], c[side]["ci95_ns"][1] - y] for c, y in zip(cmps, ys, strict=True)]
+                    [max(0.0, y - c[side]["ci95_ns"][0]), max(0.0, c[side]["ci95_ns"][1] - y)]
+                    for c, y in zip(cmps, ys, strict=True)]
             ax.bar(xs, ys, width, color=color, label=f"{side} ({cmps[0][side]['variant']})",
                    yerr=list(zip(*errs, strict=True)), capsize=4)
         ax.set_xticks(range(len(cmps)))

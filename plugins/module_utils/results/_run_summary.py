@@ -8,29 +8,40 @@ import json
 import os
 
 from ansible_collections.xdplab.testbed.plugins.module_utils.results._record_schema import SCHEMA
+from ansible_collections.xdplab.testbed.plugins.module_utils.results._statistics import ns_samples, summarize
 
 HEADER = ("scenario", "variant", "pps", "ns/packet", "+-ns (95%)", "n", "bound", "loss")
+CAVEAT = ("n counts repetitions of one back-to-back run: the +-ns interval shows within-run noise only, "
+          "not the difference between runs (use bench_rounds for that)")
 
 
-def _ci_ns(summary: dict) -> str:
-    ci = summary.get("ci95")
-    if not ci:
-        return "n=1, no interval"
-    lo, hi = ci
-    if lo <= 0:
-        return "inf"
-    # half-width of the interval, carried over to ns/packet
-    return f"{(1e9 / lo - 1e9 / hi) / 2:.2f}"
+def _ns(rec: dict) -> tuple[float, str]:
+    """ns/packet and its 95% half-width, by the comparison estimator: mean of per-repetition ns/packet."""
+    s = summarize(ns_samples(rec["samples"]))
+    if not s["ci95"]:
+        return s["mean"], "n=1, no interval"
+    if s["stdev"] == 0:
+        return s["mean"], "zero variance, no interval"
+    return s["mean"], f"{(s['ci95'][1] - s['ci95'][0]) / 2:.2f}"
+
+
+def _loss(rec: dict) -> str:
+    """Largest loss of the repetitions, signed: a negative one is a surplus (packets not ours)."""
+    losses = [r.get("loss") for r in rec.get("reps", []) if r.get("loss") is not None]
+    if not losses:
+        return "-"
+    worst = max(losses, key=abs)
+    return f"{100 * worst:.2f}%" + (" surplus" if worst < 0 else "")
 
 
 def rows(records: list[dict]) -> list[tuple[str, ...]]:
     out = []
     for rec in records:
         s = rec["summary"]
-        losses = [r.get("loss") for r in rec.get("reps", []) if r.get("loss") is not None]
+        ns, half = _ns(rec)
         out.append((
-            rec["scenario"], rec["variant"], f"{s['mean']:.0f}", f"{s['ns_per_packet']:.2f}", _ci_ns(s),
-            str(s["n"]), rec.get("bound", "-"), f"{100 * max(losses):.2f}%" if losses else "-",
+            rec["scenario"], rec["variant"], f"{s['mean']:.0f}", f"{ns:.2f}", half,
+            str(s["n"]), rec.get("bound", "-"), _loss(rec),
         ))
     return out
 
@@ -41,6 +52,11 @@ def table(records: list[dict]) -> str:
     lines = ["  ".join(c.rjust(w) if i >= 2 else c.ljust(w) for i, (c, w) in enumerate(zip(r, widths, strict=True)))
              for r in body]
     lines.insert(1, "-" * len(lines[0]))
+    for rec in records:
+        for w in rec.get("warnings") or []:
+            lines.append(f"WARNING: {rec['scenario']}/{rec['variant']}: {w}")
+    if records and not any(rec.get("replicate") for rec in records):
+        lines.append(f"Caveat: {CAVEAT}.")
     return "\n".join(lines)
 
 

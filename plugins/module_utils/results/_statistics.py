@@ -24,6 +24,8 @@ __all__ = [
     "ns_samples",
     "repetitions_needed",
     "aa_false_positive_rate",
+    "holm",
+    "min_detectable_effect",
 ]
 
 
@@ -212,7 +214,9 @@ def welch(baseline: Sequence[float], candidate: Sequence[float], level: float = 
 
     Both inputs are already in the unit of comparison (ns/packet here).
     With n < 2 on either side there is no interval: ``ci`` is None and
-    ``significant`` is False, ``note`` says "n=1, no interval".
+    ``significant`` is False, ``note`` says "n=1, no interval". With zero
+    variance on both sides there is no interval either (the noise is unknown,
+    not zero: integer rates under a rate cap): ``note`` says so, never significant.
     """
     a = [float(v) for v in baseline]
     b = [float(v) for v in candidate]
@@ -229,9 +233,8 @@ def welch(baseline: Sequence[float], candidate: Sequence[float], level: float = 
     va, vb = sa * sa / len(a), sb * sb / len(b)
     se = math.sqrt(va + vb)
     if se == 0.0:
-        # identical samples on both sides: the difference is exact.
-        out.update(ci=[delta, delta], df=float(len(a) + len(b) - 2),
-                   significant=delta != 0.0, p_value=0.0 if delta != 0.0 else 1.0)
+        # identical samples on each side: no estimate of the noise, so no interval (scipy: NaN).
+        out["note"] = "zero variance on both sides, no interval"
         return out
     denom = 0.0
     if va > 0:
@@ -309,3 +312,36 @@ def aa_false_positive_rate(records: Sequence[dict], level: float = 0.95) -> dict
         "pooled_stdev_ns": pooled,
         "repetitions_for_1ns": repetitions_needed(pooled) if pooled is not None else None,
     }
+
+
+def holm(p_values: Sequence[float | None], level: float = 0.95) -> list[dict]:
+    """Holm's step-down adjustment of a family of p-values (family-wise error <= 1 - level).
+
+    ``None`` entries (rows without an interval) are not tested and stay None. Returns per input
+    {"p_holm": adjusted p (monotone, capped at 1) or None, "significant": adjusted p < alpha}.
+    """
+    alpha = 1.0 - level
+    tested = [(p, i) for i, p in enumerate(p_values) if p is not None]
+    for p, i in tested:
+        if not (isinstance(p, (int, float)) and 0.0 <= p <= 1.0):
+            raise StatsError(f"p-value {i} must be a number in [0, 1], got {p!r}")
+    m = len(tested)
+    out: list[dict] = [{"p_holm": None, "significant": False} for _ in p_values]
+    running = 0.0
+    for rank, (p, i) in enumerate(sorted(tested)):
+        running = max(running, min(1.0, (m - rank) * p))
+        out[i] = {"p_holm": running, "significant": running < alpha}
+    return out
+
+
+def min_detectable_effect(stdev: float, n_per_side: int, level: float = 0.95, power: float = 0.8) -> float | None:
+    """Smallest true difference a two-sided test at ``level`` detects with ``power``.
+
+    Two samples of n_per_side units each with per-unit stdev ``stdev``:
+    MDE = (t_{1-a/2, df} + t_{power, df}) * stdev * sqrt(2 / n), df = 2n - 2.
+    None when n < 2 or stdev is not a finite number >= 0.
+    """
+    if stdev is None or not math.isfinite(stdev) or stdev < 0 or n_per_side < 2:
+        return None
+    df = 2 * n_per_side - 2
+    return (t_quantile(0.5 + level / 2.0, df) + t_quantile(power, df)) * stdev * math.sqrt(2.0 / n_per_side)

@@ -42,6 +42,10 @@ ACTION_SPEC = dict(
     record_params=dict(type="dict", default={}),
     environment=dict(type="dict", default={}),
     generator_environment=dict(type="dict", default={}),
+    # The replication unit the record is (DESIGN "Replication and comparison"): {level, id}.
+    replicate=dict(type="dict"),
+    # Generator-only maximum (pps) from a calibration: "generator-bound" only near it.
+    generator_max=dict(type="float"),
 )
 ACTION_REQUIRED_IF = GENERATOR_REQUIRED_IF + [
     ("sampler", "continuous", ("dut", "counter")),

@@ -5,12 +5,22 @@
 The DUT sampler reads a monotonically increasing packet counter every ``interval`` seconds while
 the generator runs ``n`` repetitions separated by idle gaps. This module cuts that series into
 bursts (one per repetition) and derives, per burst, the total packets the DUT counted and its
-steady-state rate: the rate over the burst's interior intervals, leaving out the first and the last
-interval, which only partly overlap the traffic.
+steady-state rate.
+
+- Each sample's time is the midpoint of the counter read (timestamps taken before and after it), so
+  read latency does not enter the rate.
+- The interior of a burst leaves out its first and last interval, which only partly overlap the
+  traffic, then trims ramps: leading and trailing intervals below RAMP_SHARE of the interior's median
+  rate (a generator warming up, a DUT filling its rings). Dips in the middle stay: a stall is a result.
+- The rate is the least-squares slope of counter against time over the interior samples.
+- A burst with fewer than MIN_INTERIOR interior intervals is ``short``: its rate is packets over a
+  span that includes idle time, so callers keep it out of comparisons and say so.
+- Bursts are matched to the generator's runs by their start times (align_bursts), not by index.
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import asdict, dataclass
 
 # A point is "moving" when its rate exceeds this share of the series' peak rate (and MIN_RATE):
@@ -19,6 +29,12 @@ MOVING_SHARE = 0.02
 MIN_RATE = 200.0
 # Loss above this share of what the generator sent makes the point DUT-bound.
 LOSS_THRESHOLD = 0.01
+# Ramp intervals: below this share of the median interior rate, at either end of the interior.
+RAMP_SHARE = 0.95
+# Fewer interior intervals than this (after trimming) make a burst "short".
+MIN_INTERIOR = 3
+# Generator-bound only within this share of the generator-only maximum (the calibration).
+NEAR_MAX = 0.95
 
 
 class SamplingError(ValueError):
@@ -31,11 +47,23 @@ class Burst:
     end: int  # index of the first idle sample after the burst
     packets: int  # counter(end) - counter(start): every packet of the burst
     seconds: float  # t(end) - t(start)
-    rate: float  # steady-state rate (interior intervals), packets/s
-    interior: bool  # False when the burst was too short to have an interior
+    rate: float  # steady-state rate: least-squares slope over the interior samples, packets/s
+    interior: bool  # False when the burst was too short to have an interior (== not short)
+    short: bool = False  # fewer than MIN_INTERIOR interior intervals: keep out of comparisons
+    ramp_trimmed: int = 0  # ramp intervals trimmed from the interior (both ends)
+    interior_intervals: int = 0  # intervals the rate was fitted over
+    t_start: float = 0.0  # time of the first moving interval's start (sampler clock)
 
     def as_dict(self) -> dict:
         return asdict(self)
+
+
+def read_at_midpoint(read, clock) -> tuple[float, int, float]:
+    """Read a counter between two timestamps: (midpoint time, value, read latency in seconds)."""
+    before = clock()
+    value = read()
+    after = clock()
+    return (before + after) / 2.0, value, after - before
 
 
 def _rates(times: list[float], counts: list[int]) -> list[float]:
@@ -97,25 +125,133 @@ def find_bursts(times: list[float], counts: list[int], min_gap: float = 0.0,
     for start, end in spans:
         packets = counts[end] - counts[start]
         seconds = times[end] - times[start]
-        if end - start >= 3:
-            a, b = start + 1, end - 1
-            rate = (counts[b] - counts[a]) / (times[b] - times[a])
-            interior = True
+        a, b, trimmed = interior_window(rates, start + 1, end - 1)
+        if b - a >= MIN_INTERIOR:
+            rate, short = slope(times[a:b + 1], counts[a:b + 1]), False
         else:
-            rate = packets / seconds
-            interior = False
-        bursts.append(Burst(start, end, packets, seconds, rate, interior))
+            rate, short = packets / seconds, True
+        bursts.append(Burst(start, end, packets, seconds, rate, not short, short, trimmed,
+                            b - a if not short else 0, times[start]))
     return bursts
 
 
-def bound_label(sent: int | None, received: int, threshold: float = LOSS_THRESHOLD) -> tuple[str, float | None]:
-    """Label a point from the generator's sent count and the DUT's received count.
+def interior_window(rates: list[float], a: int, b: int, share: float = RAMP_SHARE) -> tuple[int, int, int]:
+    """Sample indices [a, b] of a burst's interior after trimming ramps at both ends.
 
-    No loss: the DUT kept up with everything offered, so the generator set the rate
-    ("generator-bound"). Loss above the threshold: the DUT could not keep up ("dut-bound").
-    Returns (label, loss_ratio); without a sent count the point is "unknown".
+    ``rates[i]`` is the rate of interval (i, i+1); the interior intervals are a .. b-1. Leading and
+    trailing intervals below ``share`` of their median are a ramp; returns (a, b, intervals trimmed).
+    """
+    if b - a < 1:
+        return a, b, 0
+    inner = sorted(rates[a:b])
+    mid = len(inner) // 2
+    median = inner[mid] if len(inner) % 2 else (inner[mid - 1] + inner[mid]) / 2
+    floor = share * median
+    a0, b0 = a, b
+    while b - a > 1 and rates[a] < floor:
+        a += 1
+    while b - a > 1 and rates[b - 1] < floor:
+        b -= 1
+    return a, b, (a - a0) + (b0 - b)
+
+
+def slope(times: list[float], counts: list[int]) -> float:
+    """Least-squares slope of counts against times (packets/s); two points give their difference."""
+    n = len(times)
+    if n < 2:
+        raise SamplingError(f"a rate needs at least 2 samples, got {n}")
+    mt = math.fsum(times) / n
+    mc = math.fsum(counts) / n
+    sxx = math.fsum((t - mt) ** 2 for t in times)
+    if sxx <= 0:
+        raise SamplingError(f"sample times do not spread: {times!r}")
+    return math.fsum((t - mt) * (c - mc) for t, c in zip(times, counts, strict=True)) / sxx
+
+
+def align_bursts(runs: list[tuple[float, float]], burst_starts: list[float], slack: float = 0.5) -> list[int]:
+    """Match each generator run to the burst that started inside it, by start times.
+
+    ``runs``: (start, elapsed seconds) of every run on the generator's clock; ``burst_starts``: the
+    bursts' starts on the DUT sampler's clock. A burst belongs to the run whose span [start - slack,
+    start + elapsed] holds its start, so a tool's start-up time (testpmd waits for its readiness sign)
+    does not matter. The clocks may differ by a constant offset (the DUT is another host): 0 and every
+    (burst - run start) difference are tried, and the offset that gives the most runs exactly one
+    burst wins (ties: the smallest offset). Returns the burst index of every run; a run without its
+    burst, or with two, raises SamplingError naming the run.
+    """
+    if not runs:
+        return []
+    if not burst_starts:
+        raise SamplingError("no bursts to align the runs with")
+
+    def assign(offset: float) -> list[list[int]]:
+        return [[j for j, b in enumerate(burst_starts) if start - slack <= b - offset <= start + elapsed]
+                for start, elapsed in runs]
+
+    candidates = {0.0} | {b - start for start, _ in runs for b in burst_starts}
+    offset = min(candidates, key=lambda off: (-sum(1 for m in assign(off) if len(m) == 1), abs(off), off))
+    out: list[int] = []
+    for i, found in enumerate(assign(offset)):
+        start, elapsed = runs[i]
+        if len(found) != 1:
+            shown = ", ".join(f"{b - offset:.3f}" for b in burst_starts)
+            what = "no burst of traffic" if not found else f"{len(found)} bursts of traffic"
+            raise SamplingError(f"run {i + 1} ({start:.3f} to {start + elapsed:.3f}) has {what} starting inside it; "
+                                f"bursts started at {shown}")
+        out.append(found[0])
+    return out
+
+
+# ethtool -S counters of the DUT's ingress that mean "the DUT dropped for lack of resources"
+# (not the XDP program's verdict, which is the scenario's job).
+_DROP_WORDS = ("missed", "no_buf", "nobuf", "fifo", "rx_dropped", "rx_drops", "queue_full", "overrun")
+
+
+def dut_drops(ethtool: dict | None) -> int | None:
+    """Sum of the DUT's resource-drop counter deltas (``ethtool -S`` per interface); None without data."""
+    if not ethtool:
+        return None
+    total = 0
+    for stats in ethtool.values():
+        for key, value in (stats or {}).items():
+            if isinstance(value, int) and value > 0 and any(w in key.lower() for w in _DROP_WORDS):
+                total += value
+    return total
+
+
+def signed_loss(sent: int | None, received: int) -> tuple[float | None, str | None]:
+    """(sent - counted) / sent, signed, and a warning when the DUT counted more than was sent.
+
+    More counted than sent means packets that were not ours reached the counter (ARP/ND, another
+    generator, a counter at the wrong place): the warning names the surplus instead of hiding it.
     """
     if sent is None or sent <= 0:
+        return None, None
+    loss = (sent - received) / sent
+    if received > sent:
+        return loss, (f"the DUT counted {received} packets but the generator sent {sent}: a surplus of "
+                      f"{received - sent} packets ({-100 * loss:.2f}%) that were not the generator's")
+    return loss, None
+
+
+def bound_label(sent: int | None, received: int, *, rate: float | None = None,
+                generator_max: float | None = None, dut_drops: int | None = None,
+                threshold: float = LOSS_THRESHOLD, near: float = NEAR_MAX) -> tuple[str, float | None]:
+    """Label a point: who set its rate. Returns (label, signed loss ratio).
+
+    - "dut-bound": the DUT dropped (its own drop counters, ``dut_drops`` > 0) or lost more than
+      ``threshold`` of what the generator sent;
+    - "generator-bound": only when the point's rate is within ``near`` of the generator-only
+      maximum ``generator_max`` (the generator alone into a drop sink, the calibration);
+    - "undetermined": anything else, including every point without a calibration: a DUT that
+      back-pressures without loss looks like "no loss" too;
+    - "unknown": no sent count.
+    """
+    loss, _ = signed_loss(sent, received)
+    if loss is None:
         return "unknown", None
-    loss = max(0, sent - received) / sent
-    return ("dut-bound" if loss > threshold else "generator-bound"), loss
+    if (dut_drops or 0) > 0 or loss > threshold:
+        return "dut-bound", loss
+    if generator_max and rate is not None and rate >= near * generator_max:
+        return "generator-bound", loss
+    return "undetermined", loss

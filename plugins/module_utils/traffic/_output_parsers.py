@@ -101,20 +101,32 @@ def _int(text: str) -> int:
     return int(text.replace(",", ""))
 
 
-def _steady_mean(tool: str, name: str, values: list[float]) -> tuple[float, int]:
-    """Mean of per-interval rates, leading all-zero intervals (before traffic) dropped.
+def _steady_window(tool: str, name: str, values: list[float]) -> dict:
+    """The steady part of a series of per-interval rates (one interval = one second of the tool).
 
-    Zero intervals after the first non-zero one are kept: a stall is a result.
-    Returns (mean, leading zero intervals skipped); all-zero raises ParseError.
+    Leading zero intervals (before the traffic) and trailing zero intervals (after it: the tool
+    was stopped after the generator) are dropped. Of what is left, the first and the last interval
+    only partly overlap the traffic, so with three or more intervals they are dropped too and the
+    rate is the mean of the interior ones (= packets / seconds of the interior, every interval being
+    one second). Zero intervals inside the traffic are kept: a stall is a result. With one or two
+    intervals there is no interior: their mean is returned and ``interior`` is False.
+    All-zero raises ParseError.
     """
-    skip = 0
-    while skip < len(values) and values[skip] == 0:
-        skip += 1
-    kept = values[skip:]
-    if not kept:
+    lead = 0
+    while lead < len(values) and values[lead] == 0:
+        lead += 1
+    if lead == len(values):
         raise ParseError(f"{tool}: all {len(values)} intervals report 0 {name}: "
                          "no traffic measured (refusing a rate of 0)")
-    return math.fsum(kept) / len(kept), skip
+    trail = 0
+    while values[len(values) - 1 - trail] == 0:
+        trail += 1
+    active = values[lead:len(values) - trail]
+    interior = len(active) >= 3
+    kept = active[1:-1] if interior else active
+    return {"mean": math.fsum(kept) / len(kept), "leading": lead, "trailing": trail,
+            "edges": 2 if interior else 0, "used": len(kept), "interior": interior,
+            "first": lead + (1 if interior else 0)}
 
 
 # --------------------------------------------------------------------- pktgen
@@ -137,7 +149,9 @@ def parse_pktgen(output: str) -> dict:
 
     Accepts a /proc/net/pktgen/<dev> file, several of them (``head``/``tail``
     headers or the sample scripts' ``Device: X`` lines). Devices run in
-    parallel, so ``pps`` is the sum of the per-device rates.
+    parallel: ``pps`` is all packets over the wall span, the longest device's
+    elapsed time (a sum of per-device rates counts a device that finished
+    early as if it had sent for the whole span).
     """
     tool = "pktgen"
     _nonempty(tool, output)
@@ -169,12 +183,21 @@ def parse_pktgen(output: str) -> dict:
                              "a thread file (kpktgend_N) or an idle device has no rates")
         raise ParseError(f"{tool}: not pktgen output (no 'Result: OK:' block): {_excerpt(output)}")
     sizes = {d["pkt_size"] for d in devices}
+    packets = sum(d["packets"] for d in devices)
+    span = max(d["usec"] for d in devices) / 1e6
+    if span <= 0:
+        raise ParseError(f"{tool}: elapsed time {span!r} s is not > 0")
+    if len(devices) == 1:  # the kernel's own packets / elapsed, timed finer than the usec it prints
+        pps, basis = devices[0]["pps"], "kernel pps of the one device"
+    else:
+        pps, basis = packets / span, "packets of all devices / longest device elapsed time"
     return {
-        "pps": math.fsum(d["pps"] for d in devices),
-        "packets": sum(d["packets"] for d in devices),
+        "pps": _rate(tool, "pps", pps),
+        "pps_basis": basis,
+        "packets": packets,
         "errors": sum(d["errors"] for d in devices),
         "bps": sum(d["bps"] for d in devices),
-        "seconds": max(d["usec"] for d in devices) / 1e6,
+        "seconds": span,
         "pkt_size": sizes.pop() if len(sizes) == 1 else None,
         "devices": devices,
     }
@@ -220,7 +243,8 @@ _TG_CPU = re.compile(r"^\s*(\d+) sec, (\d+) usec on CPU(\d+) \((\d+) packets\)\s
 
 
 def parse_trafgen(output: str) -> dict:
-    """trafgen (netsniff-ng) exit statistics; CPUs send in parallel, pps = sum of per-CPU rates."""
+    """trafgen (netsniff-ng) exit statistics. CPUs send in parallel: pps = all packets over the
+    wall span, the longest CPU's time (not the sum of per-CPU rates)."""
     tool = "trafgen"
     text = _nonempty(tool, output).replace("\r", "\n")
     pk, by = _TG_PKTS.findall(text), _TG_BYTES.findall(text)
@@ -239,10 +263,12 @@ def parse_trafgen(output: str) -> dict:
     if sum(c["packets"] for c in cpus) != packets:
         raise ParseError(f"{tool}: per-CPU packets sum to {sum(c['packets'] for c in cpus)}, "
                          f"total says {packets}")
+    span = max(c["seconds"] for c in cpus)
     return {
-        "pps": _rate(tool, "pps", math.fsum(c["pps"] for c in cpus)),
+        "pps": _rate(tool, "pps", packets / span),
+        "pps_basis": "packets of all CPUs / longest CPU time",
         "packets": packets, "bytes": nbytes,
-        "seconds": max(c["seconds"] for c in cpus),
+        "seconds": span,
         "pkt_size": nbytes // packets if packets and nbytes % packets == 0 else None,
         "per_cpu": cpus,
     }
@@ -385,9 +411,10 @@ _XB_AVG = re.compile(r"^\s*Average packets/s\s*:\s*([\d,]+)", re.M)
 def parse_xdp_bench(output: str) -> dict:
     """xdp-bench interval lines, default (terse) and extended (-e).
 
-    pps = mean rx/s over intervals after leading zero intervals (traffic not yet
-    started); ``intervals`` keeps every line, so a sample per interval is
-    available. Extended blocks add ``receive`` totals and per-CPU rows.
+    pps = mean rx/s over the steady intervals (see _steady_window: leading and
+    trailing zero intervals and the two partial edge intervals dropped);
+    ``intervals`` keeps every line, so a sample per interval is available.
+    Extended blocks add ``receive`` totals and per-CPU rows.
     """
     tool = "xdp-bench"
     _nonempty(tool, output)
@@ -412,12 +439,17 @@ def parse_xdp_bench(output: str) -> dict:
             iv["per_cpu"] = [{"cpu": int(c["cpu"]), "pps": _int(c["pps"]), "drop_pps": _int(c["drop"]),
                               "error_pps": _int(c["err"])} for c in _XB_CPU.finditer(block)]
         intervals.append(iv)
-    mean, skipped = _steady_mean(tool, "rx/s", [float(iv["rx_pps"]) for iv in intervals])
+    win = _steady_window(tool, "rx/s", [float(iv["rx_pps"]) for iv in intervals])
+    used = intervals[win["first"]:win["first"] + win["used"]]
     out = {
-        "pps": mean,
+        "pps": win["mean"],
         "intervals": intervals,
-        "leading_zero_intervals": skipped,
-        "zero_intervals": sum(1 for iv in intervals[skipped:] if iv["rx_pps"] == 0),
+        "leading_zero_intervals": win["leading"],
+        "trailing_zero_intervals": win["trailing"],
+        "edge_intervals_dropped": win["edges"],
+        "intervals_used": win["used"],
+        "interior": win["interior"],
+        "zero_intervals": sum(1 for iv in used if iv["rx_pps"] == 0),
         "extended": any("receive" in iv for iv in intervals),
     }
     avg = _XB_AVG.search(output)
@@ -432,7 +464,7 @@ _XTG_LINE = re.compile(r"^(?P<prefix>\S+)\s+(?P<err>[\d,]+) err(?:,drop)?/s\s+"
 
 
 def parse_xdp_trafficgen(output: str) -> dict:
-    """xdp-trafficgen interval lines; pps = mean xmit/s (leading zero intervals dropped)."""
+    """xdp-trafficgen interval lines; pps = mean xmit/s over the steady intervals (as xdp-bench)."""
     tool = "xdp-trafficgen"
     _nonempty(tool, output)
     lines = list(_XTG_LINE.finditer(output))
@@ -442,12 +474,16 @@ def parse_xdp_trafficgen(output: str) -> dict:
         raise ParseError(f"{tool}: not xdp-trafficgen output (no '<n> xmit/s' line): {_excerpt(output)}")
     intervals = [{"prefix": m["prefix"], "err_pps": _int(m["err"]), "xmit_pps": _int(m["xmit"])}
                  for m in lines]
-    mean, skipped = _steady_mean(tool, "xmit/s", [float(iv["xmit_pps"]) for iv in intervals])
+    win = _steady_window(tool, "xmit/s", [float(iv["xmit_pps"]) for iv in intervals])
     iface = re.search(r"Transmitting on (\S+) \(ifindex (\d+)\)", output)
     return {
-        "pps": mean,
+        "pps": win["mean"],
         "intervals": intervals,
-        "leading_zero_intervals": skipped,
+        "leading_zero_intervals": win["leading"],
+        "trailing_zero_intervals": win["trailing"],
+        "edge_intervals_dropped": win["edges"],
+        "intervals_used": win["used"],
+        "interior": win["interior"],
         "interface": iface.group(1) if iface else None,
     }
 
@@ -456,6 +492,7 @@ def parse_xdp_trafficgen(output: str) -> dict:
 _TP_PORT = re.compile(r"#+ NIC statistics for port (\d+)\s+#+")
 _TP_FIELD = re.compile(r"(RX-packets|RX-missed|RX-bytes|RX-errors|RX-nombuf|TX-packets|TX-errors|"
                        r"TX-bytes|Rx-pps|Rx-bps|Tx-pps|Tx-bps):\s*(\d+)")
+_TP_END = re.compile(r"^\s*#{20,}\s*$", re.M)  # the line of hashes closing a block
 _TP_KEYS = {"RX-packets": "rx_packets", "RX-missed": "rx_missed", "RX-bytes": "rx_bytes",
             "RX-errors": "rx_errors", "RX-nombuf": "rx_nombuf", "TX-packets": "tx_packets",
             "TX-errors": "tx_errors", "TX-bytes": "tx_bytes", "Rx-pps": "rx_pps",
@@ -463,10 +500,14 @@ _TP_KEYS = {"RX-packets": "rx_packets", "RX-missed": "rx_missed", "RX-bytes": "r
 
 
 def parse_testpmd(output: str) -> dict:
-    """testpmd ``show port stats`` blocks (one per port).
+    """testpmd ``show port stats`` blocks.
 
-    pps = total Rx-pps over ports when any port receives (forwarding, rxonly),
-    else total Tx-pps (txonly generator); ``pps_direction`` says which.
+    With ``--stats-period`` testpmd prints one block per port every period; each block's
+    ``Throughput (since last show)`` is the rate over the last period and its counters are
+    cumulative. Per port the LAST COMPLETE block is kept (a block cut by SIGINT is skipped when
+    an earlier complete one exists); ports are summed. pps = total Rx-pps over ports when any
+    port receives (forwarding, rxonly), else total Tx-pps (txonly generator);
+    ``pps_direction`` says which, ``blocks`` how many complete blocks each port printed.
     """
     tool = "testpmd"
     _nonempty(tool, output)
@@ -474,17 +515,27 @@ def parse_testpmd(output: str) -> dict:
     if not heads:
         raise ParseError(f"{tool}: not testpmd port stats (no 'NIC statistics for port N'): "
                          f"{_excerpt(output)}")
-    ports = []
+    last: dict[int, dict] = {}
+    blocks: dict[int, int] = {}
+    truncated: list[int] = []
     bounds = [h.start() for h in heads] + [len(output)]
     for i, h in enumerate(heads):
         block = output[h.end():bounds[i + 1]]
+        end = _TP_END.search(block)  # not past it: the forward statistics at exit have TX-packets too
+        block = block[:end.start()] if end else block
         port = {"port": int(h.group(1))}
         for key, value in _TP_FIELD.findall(block):
             port[_TP_KEYS[key]] = int(value)
         if "rx_pps" not in port or "tx_pps" not in port:
-            raise ParseError(f"{tool}: port {port['port']}: truncated block, no "
-                             "'Throughput (since last show)' Rx-pps/Tx-pps")
-        ports.append(port)
+            truncated.append(port["port"])
+            continue
+        last[port["port"]] = port
+        blocks[port["port"]] = blocks.get(port["port"], 0) + 1
+    missing = sorted(set(truncated) - set(last))
+    if missing:
+        raise ParseError(f"{tool}: port {missing[0]}: truncated block, no "
+                         "'Throughput (since last show)' Rx-pps/Tx-pps")
+    ports = [dict(last[p], blocks=blocks[p]) for p in sorted(last)]
     rx = math.fsum(p["rx_pps"] for p in ports)
     tx = math.fsum(p["tx_pps"] for p in ports)
     if rx > 0:
@@ -492,6 +543,7 @@ def parse_testpmd(output: str) -> dict:
     else:
         pps, direction = tx, "tx"
     return {"pps": _rate(tool, f"{direction}_pps", pps), "pps_direction": direction,
+            "pps_basis": "last complete stats block per port (rate over its period), summed over ports",
             "rx_pps": rx, "tx_pps": tx, "ports": ports}
 
 

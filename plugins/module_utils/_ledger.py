@@ -24,6 +24,7 @@ import socket
 import tempfile
 from dataclasses import dataclass
 
+from ansible_collections.xdplab.testbed.plugins.module_utils import _validate
 from ansible_collections.xdplab.testbed.plugins.module_utils._record import write_json_atomic
 
 DEFAULT_DIR = "/var/lib/xdplab/ledger"
@@ -38,7 +39,13 @@ KEY_FIELDS = {
     "tuning": ("state_file",),
     "qemu": ("pid",),
 }
-_NAME_RE = re.compile(r"^[A-Za-z0-9_.:@-]{1,64}\Z")
+
+
+def _checked(fn, *args):
+    try:
+        return fn(*args)
+    except _validate.ValidationError as exc:
+        raise LedgerError(str(exc)) from None
 
 
 class LedgerError(ValueError):
@@ -75,10 +82,14 @@ def check_entry(kind: str, key: dict, netns: str | None = None) -> dict:
         elif field == "cmdline_sha256":
             if not re.fullmatch(r"[0-9a-f]{64}", str(value)):
                 raise LedgerError(f"ledger {kind} cmdline_sha256 must be a sha256 hex digest, got {value!r}")
-        elif not isinstance(value, str) or not _NAME_RE.match(value) or value in (".", ".."):
-            raise LedgerError(f"ledger {kind} {field} must be a plain name, got {value!r}")
-    if netns is not None and (not _NAME_RE.match(netns) or netns in (".", "..")):
-        raise LedgerError(f"ledger netns must be a plain name, got {netns!r}")
+        elif field == "family" and kind == "nft":
+            _checked(_validate.nft_family, value, f"ledger {kind}")
+        elif field == "table" and kind == "nft":
+            _checked(_validate.nft_name, value, "table", f"ledger {kind}")
+        else:
+            _checked(_validate.ledger_name, value, field, f"ledger {kind}")
+    if netns is not None:
+        _checked(_validate.netns_name, netns, "ledger netns")
     return {"kind": kind, "key": dict(sorted(key.items())), "netns": netns}
 
 

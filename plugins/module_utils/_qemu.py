@@ -28,7 +28,7 @@ import subprocess
 import time
 from dataclasses import dataclass, field
 
-from ansible_collections.xdplab.testbed.plugins.module_utils import _ledger
+from ansible_collections.xdplab.testbed.plugins.module_utils import _ledger, _validate
 
 OUT_TAG = "xdplab_out"
 GUEST_TMPFS = ("/tmp", "/run", "/var/tmp")  # noqa: S108 - mount points in the guest, not used on the host
@@ -120,6 +120,16 @@ def validate_spec(spec: GuestSpec) -> None:
     for key in spec.env:
         if not key.replace("_", "a").isalnum() or key[0].isdigit():
             raise QemuError(f"environment variable name {key!r} is not a shell identifier")
+    # Values that end up inside QEMU option strings ('k=v,k=v'): ids refused unless plain, paths have
+    # their commas doubled (QEMU's escape) in qemu_argv; control characters are refused everywhere.
+    try:
+        for what, value in (("rundir", spec.rundir), ("kernel", spec.kernel), ("busybox", spec.busybox)):
+            _validate.qemu_value(value, what)
+        for share in spec.shares:
+            _validate.qemu_value(share.path, "share path")
+            _validate.qemu_id(share.tag, "share tag")
+    except _validate.ValidationError as exc:
+        raise QemuError(str(exc)) from None
     tags = {OUT_TAG, "root", "hostroot"}
     for share in spec.shares:
         if not os.path.isdir(share.path):
@@ -161,7 +171,7 @@ def qemu_argv(spec: GuestSpec, init_path: str, console_log: str, initrd: str | N
         "-m", str(spec.memory_mb),
         "-smp", str(spec.cpus),
         "-nographic", "-nodefaults", "-no-reboot", "-no-user-config",
-        "-serial", f"file:{console_log}",
+        "-serial", f"file:{_validate.qemu_value(console_log, 'console log')}",
         "-monitor", "none",
         "-kernel", spec.kernel,
         "-append", kernel_cmdline(spec, init_path),
@@ -174,6 +184,8 @@ def qemu_argv(spec: GuestSpec, init_path: str, console_log: str, initrd: str | N
     shares += [(sh.tag, sh.path, sh.readonly) for sh in all_shares(spec)]
     for i, (tag, path, readonly) in enumerate(shares):
         ro = ",readonly=on" if readonly else ""
+        path = _validate.qemu_value(path, "share path")  # ',' doubled: QEMU reads it as one ','
+        tag = _validate.qemu_id(tag, "share tag")
         argv += ["-fsdev", f"local,id=fs{i},path={path},security_model=none,multidevs=remap{ro}",
                  "-device", f"virtio-9p-pci,fsdev=fs{i},mount_tag={tag}"]
     return argv

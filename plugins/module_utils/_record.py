@@ -12,15 +12,17 @@ import datetime as _dt
 import hashlib
 import json
 import os
-import re
 import secrets
 from typing import Any
 
 from ansible_collections.xdplab.testbed.plugins.module_utils._stats import summarize
+from ansible_collections.xdplab.testbed.plugins.module_utils._validate import RUN_ID_RE, record_file_part
+from ansible_collections.xdplab.testbed.plugins.module_utils._validate import run_id as check_run_id
+
+__all__ = ["RUN_ID_RE", "SCHEMA", "build_record", "check_run_id", "new_run_id", "record_filename",
+           "write_json_atomic"]
 
 SCHEMA = "xdplab.result/v1"
-_SLUG_BAD = re.compile(r"[^A-Za-z0-9_.=-]+")
-RUN_ID_RE = re.compile(r"^[0-9]{8}T[0-9]{6}Z-[0-9a-f]{6}\Z")
 
 
 def utcnow() -> _dt.datetime:
@@ -37,16 +39,12 @@ def new_run_id(now: _dt.datetime | None = None) -> str:
     return now.strftime("%Y%m%dT%H%M%SZ") + "-" + secrets.token_hex(3)
 
 
-def slug(value: Any) -> str:
-    """A file-name-safe rendering of a value: no path separators, no dot-dot, bounded length."""
-    text = re.sub(r"\.{2,}", "_", _SLUG_BAD.sub("_", str(value))).strip("._") or "_"
-    return text[:64]
-
 
 def record_filename(scenario: str, variant: str, params: dict) -> str:
-    """<scenario>__<variant>__<hash of params>.json: one file per (scenario, variant, params)."""
+    """<scenario>__<variant>__<hash of params>.json: one file per (scenario, variant, params); distinct
+    names give distinct files (_validate.record_file_part)."""
     digest = hashlib.sha1(json.dumps(params, sort_keys=True, default=str).encode(), usedforsecurity=False)
-    return f"{slug(scenario)}__{slug(variant)}__{digest.hexdigest()[:10]}.json"
+    return f"{record_file_part(scenario)}__{record_file_part(variant)}__{digest.hexdigest()[:10]}.json"
 
 
 def build_record(

@@ -25,7 +25,7 @@ from unittest import mock
 import pytest
 from ansible.module_utils import basic
 from ansible.module_utils.testing import patch_module_args
-from ansible_collections.xdplab.testbed.plugins.module_utils import _ledger, _parsers
+from ansible_collections.xdplab.testbed.plugins.module_utils import _ledger, _parsers, _validate
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -101,17 +101,21 @@ def test_parsers_on_corrupted_captures(data):
 # ---- ledger entries / lock ------------------------------------------------------------------------
 
 @pytest.mark.parametrize(("module", "name", "valid"), [
-    ("_ledger", "_NAME_RE", "xdplab-dut"),
-    ("_counters", "_NAME_RE", "veth0"),
+    ("_validate", "LEDGER_NAME_RE", "xdplab-dut"),
+    ("_validate", "IFNAME_RE", "veth0"),
+    ("_validate", "NETNS_RE", "xdplab-dut"),
+    ("_validate", "PKTGEN_DEV_RE", "eth0@1"),
+    ("_validate", "RECORD_NAME_RE", "xdp_drop"),
+    ("_validate", "CMDLINE_KEY_RE", "isolcpus"),
+    ("_validate", "CMDLINE_VALUE_RE", "2-3"),
+    ("_validate", "QEMU_ID_RE", "xdplab0"),
+    ("_validate", "NFT_NAME_RE", "xdplab_bench"),
     ("_counters", "_STAT_RE", "rx_packets"),
-    ("_generators", "_IFNAME", "veth0"),
     ("_generators", "_MAC", "02:00:00:00:00:01"),
-    ("_pktgen", "_IFNAME", "eth0"),
     ("_pktgen", "_MAC", "02:00:00:00:00:01"),
     ("_topology", "_MAC_RE", "02:00:00:00:00:01"),
     ("_tuning", "_KEY_RE", "nic-host-eth0"),
-    ("_tuning_host", "CMDLINE_KEYS_RE", "isolcpus"),
-    ("_record", "RUN_ID_RE", "20261130T020000Z-abcdef"),
+    ("_validate", "RUN_ID_RE", "20261130T020000Z-abcdef"),
 ])
 def test_validators_reject_a_trailing_newline(module, name, valid):
     """`$` matches before a final newline: every validator anchors with \\Z (found by hypothesis: the
@@ -133,7 +137,8 @@ def test_ledger_rejects_non_plain_names(kind, value):
         assert repr(value) in str(exc), f"the message does not name the bad value: {exc}"
         return
     # Accepted only as a plain name: no shell metacharacter, no path separator, no whitespace.
-    assert _ledger._NAME_RE.fullmatch(value) and value not in (".", ".."), f"accepted {value!r}"
+    rx = _validate.NFT_NAME_RE if field == "table" else _validate.LEDGER_NAME_RE
+    assert rx.fullmatch(value) and ".." not in value and not value.startswith("-"), f"accepted {value!r}"
     assert entry["key"][field] == value
 
 

@@ -207,7 +207,8 @@ def run(module: AnsibleModule) -> dict[str, Any]:
             if result["vanished_irqs"] or result["differs"]:
                 result["snapshot_kept"] = True
                 module.warn(f"{ifname}: IRQ affinity not fully restored (vanished IRQs "
-                            f"{result['vanished_irqs'] or 'none'}, read back differs for {result['differs'] or 'none'});"
+                            f"{result['vanished_irqs'] or 'none'}, read back differs for "
+                            f"{result['differs'] or 'none'});"
                             f" snapshot {store.path(key)} kept")
             else:
                 store.remove(key)

@@ -95,15 +95,16 @@ def build_record(
     return record
 
 
-def write_json_atomic(path: str, data: Any, mode: int = 0o644) -> str:
+def write_json_atomic(path: str, data: Any, mode: int = 0o600) -> str:
     """Write JSON to a temp file in the same directory, fsync, then rename over ``path``.
 
-    A reader sees either the old file or the whole new one, never a truncated file.
+    A reader sees either the old file or the whole new one, never a truncated file. Records hold the
+    host's /proc/cmdline and environment: 0600 in a 0700 directory by default.
     """
     # _records_io reads records (and imports SCHEMA from here): import it when writing, not at load.
     from ansible_collections.xdplab.testbed.plugins.module_utils._records_io import atomic_write
 
-    os.makedirs(os.path.dirname(os.path.abspath(path)), mode=0o755, exist_ok=True)
+    os.makedirs(os.path.dirname(os.path.abspath(path)), mode=0o700, exist_ok=True)
 
     def writer(tmp: str) -> None:
         with open(tmp, "w", encoding="utf-8") as fh:

@@ -166,6 +166,68 @@ def test_ledger_qemu_pid(pid):
     assert isinstance(pid, int) and pid > 1
 
 
+# ---- the name validators (_validate), one per kind of name -------------------------------------
+
+_UNSAFE = set("/\\\"'`$;&|<>()*?[]{}#~!%\0\n\r\t ")
+
+
+@settings(max_examples=400, deadline=None)
+@given(kind=st.sampled_from(["ifname", "netns", "ledger_name", "pktgen_device", "record_name", "qemu_id",
+                             "nft_name", "run_id"]),
+       value=st.one_of(hostile_text, st.sampled_from([".", "..", "-x", "veth%d", "a/b", "a__b", "eth0@..",
+                                                      "é" * 8, "x" * 16, "a\0b"])))
+def test_name_validators_accept_only_inert_names(kind, value):
+    """A name any validator accepts holds nothing a shell, ip(8), nft, a path or a QEMU option string
+    would read as more than a name; a refused one is named in the message."""
+    count(f"validate: {kind}")
+    try:
+        out = _validate.check(kind, value, "w")
+    except _validate.ValidationError as exc:
+        assert repr(value) in str(exc), f"the message does not name the bad value: {exc}"
+        return
+    assert out == value and isinstance(value, str)
+    assert not (_UNSAFE & set(value)) or (kind == "pktgen_device" and set(value) & _UNSAFE <= {"@"})
+    assert not value.startswith(("-", ".")) and ".." not in value
+    assert all(32 < ord(c) < 127 for c in value), f"{kind} accepted {value!r}"
+    if kind in ("ifname", "pktgen_device"):
+        assert len(value.split("@")[0].encode()) <= 15
+
+
+@settings(max_examples=200, deadline=None)
+@given(key=st.one_of(st.sampled_from(["isolcpus", "nohz_full", "quiet"]), hostile_text),
+       value=st.one_of(hostile_text, st.booleans(), huge_ints))
+def test_kernel_cmdline_accepts_only_values_grub_and_sh_take_literally(key, value):
+    count("validate: kernel_cmdline")
+    try:
+        tok = _validate.cmdline_param(key, value)
+    except _validate.ValidationError as exc:
+        assert repr(value) in str(exc) or repr(key) in str(exc)
+        return
+    assert tok is None or not (set(tok) & set("\"'`$\\;&|<>()*?[]{}#~! \t\n\0"))
+
+
+@settings(max_examples=200, deadline=None)
+@given(text=st.one_of(hostile_text, st.lists(st.integers(-5, 10 ** 12), max_size=5), huge_ints,
+                      st.builds(lambda a, b: f"{a}-{b}", st.integers(0, 2 ** 40), st.integers(0, 2 ** 40))))
+def test_cpulist_bounded(text):
+    count("validate: cpulist")
+    try:
+        cpus = _validate.cpulist(text)
+    except _validate.ValidationError:
+        return
+    assert all(0 <= c <= _validate.CPU_MAX for c in cpus) and len(cpus) <= _validate.CPU_MAX + 1
+
+
+@settings(max_examples=200, deadline=None)
+@given(a=hostile_text, b=hostile_text)
+def test_distinct_record_names_give_distinct_files(a, b):
+    count("validate: record file names")
+    fa, fb = _validate.record_file_part(a), _validate.record_file_part(b)
+    assert "/" not in fa and not fa.startswith(".") and ".." not in fa and "__" not in fa
+    if a != b:
+        assert fa != fb, f"{a!r} and {b!r} share {fa!r}"
+
+
 # ---- every module, in-process, check mode -------------------------------------------------------
 
 class Exit(Exception):

@@ -121,6 +121,7 @@ import time
 import traceback
 
 from ansible.module_utils.basic import AnsibleModule
+from ansible_collections.xdplab.testbed.plugins.module_utils.common import _process_identity as _proc
 from ansible_collections.xdplab.testbed.plugins.module_utils.traffic._client_server_argv import (
     SERVER_TOOLS,
     parse_sink,
@@ -155,11 +156,14 @@ def start(module: AnsibleModule) -> None:
     argv = [binary, *argv[1:]]
     os.makedirs(LOG_DIR, mode=0o755, exist_ok=True)
     log = os.path.join(LOG_DIR, f"bench-server-{p['tool']}-{os.getpid()}-{time.time_ns()}.log")
-    with open(log, "wb") as out, open(os.devnull, "rb") as devnull:
+    out_fd = os.open(log, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+    with os.fdopen(out_fd, "wb") as out, open(os.devnull, "rb") as devnull:
         proc = subprocess.Popen(argv, stdin=devnull, stdout=out, stderr=subprocess.STDOUT,  # noqa: S603
                                 start_new_session=True, env=dict(os.environ, LC_ALL="C"))
-    state = {"proc_stat": read_proc_stat(), "wall": time.time()}
-    with open(log + ".json", "w", encoding="utf-8") as fh:
+    ident = _proc.identity(proc.pid)
+    state = {"proc_stat": read_proc_stat(), "wall": time.time(), "identity": ident}
+    fd = os.open(log + ".json", os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+    with os.fdopen(fd, "w", encoding="utf-8") as fh:
         json.dump(state, fh)
     marker = READY.get(p["tool"])
     deadline = time.monotonic() + p["ready_timeout"]
@@ -197,26 +201,30 @@ def cleanup(log: str) -> None:
 def stop(module: AnsibleModule) -> None:
     p = module.params
     pid, log = p["pid"], p["log"]
-    if not log.startswith(LOG_DIR + "/bench-server-"):
+    _proc.check_pid(pid)
+    if os.path.dirname(os.path.normpath(log)) != LOG_DIR or not os.path.basename(log).startswith("bench-server-"):
         module.fail_json(msg=f"log {log!r} is not a bench_server log")
     try:
-        with open(log + ".json", encoding="utf-8") as fh:
+        fd = os.open(log + ".json", os.O_RDONLY | os.O_NOFOLLOW)
+        with os.fdopen(fd, encoding="utf-8") as fh:
             state = json.load(fh)
     except FileNotFoundError:
         module.fail_json(msg=f"no server state next to {log!r}: it was never started or already stopped")
+    ident = state.get("identity")
+    if not isinstance(ident, dict) or ident.get("pid") != pid:
+        module.fail_json(msg=f"pid {pid} is not the server that {log!r} names (it names "
+                         f"{(ident or {}).get('pid')!r}): nothing signalled")
+    _proc.check_identity(ident, "bench server")
     tool = os.path.basename(log).split("-")[2]
-    times = proc_times(pid)
+    times = proc_times(pid) if _proc.same(ident) else None
     died = times is None
     cpu_seconds = times[1] if times else None
     if not died:
-        os.kill(pid, signal.SIGINT)
-        deadline = time.monotonic() + p["stop_timeout"]
-        while proc_times(pid) is not None and time.monotonic() < deadline:
-            time.sleep(0.05)
-        if proc_times(pid) is not None:
-            os.kill(pid, signal.SIGKILL)
-            time.sleep(0.1)
-    with open(log, encoding="utf-8", errors="replace") as fh:
+        # SIGINT (the servers print their totals on it), SIGKILL after stop_timeout; each signal only
+        # after the pid's start time and boot id are checked again.
+        _proc.stop(ident, signal.SIGINT, timeout=p["stop_timeout"])
+    fd = os.open(log, os.O_RDONLY | os.O_NOFOLLOW)
+    with os.fdopen(fd, encoding="utf-8", errors="replace") as fh:
         text = fh.read()
     wall = time.time() - state["wall"]
     cpu = cpu_shares(state["proc_stat"], read_proc_stat(), os.cpu_count() or 1)
@@ -260,6 +268,8 @@ def main() -> None:
             stop(module)
     except GeneratorParamError as exc:
         module.fail_json(msg=str(exc), params=module.params["params"])
+    except _proc.ProcessIdentityError as exc:
+        module.fail_json(msg=f"bench_server: {exc}")
     except Exception as exc:  # noqa: BLE001 - one top-level handler, reported with traceback
         module.fail_json(msg=f"bench_server failed: {exc}", exception=traceback.format_exc())
 

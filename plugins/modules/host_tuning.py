@@ -132,10 +132,26 @@ reboot_required:
   type: bool
   sample: false
 sysctl_restore:
-  description: On restore, the recorded sysctl values to put back (name to value).
+  description:
+    - On restore, the recorded sysctl values that do not read back equal yet (name to value). The caller
+      writes them (ansible.posix.sysctl) and calls O(state=restored) again, which then finds them equal
+      and removes the snapshot.
   returned: always
   type: dict
   sample: {"net.core.netdev_budget": "300"}
+snapshot_kept:
+  description:
+    - On restore, the snapshot was kept because something does not read back equal to it yet (RV(differs),
+      or sysctls still to write). The snapshot is removed only when everything reads back equal.
+  returned: always
+  type: bool
+  sample: false
+differs:
+  description: On restore, the knobs that still read back different from the snapshot after writing them.
+  returned: always
+  type: list
+  elements: str
+  sample: []
 snapshot_path:
   description: Snapshot file.
   returned: always
@@ -294,8 +310,9 @@ def present(module: AnsibleModule, host: Host, store: _tuning.SnapshotStore, key
                 text = fh.read()
             new_text, old, new = th.edit_grub(text, p["kernel_cmdline"])
             if old != new:
-                changes[knob] = {"before": old, "after": new, "_text": new_text}
-                snapshot["kernel_cmdline"] = old
+                saved = th.grub_snapshot(text)  # the original line, restored byte for byte
+                changes[knob] = {"before": old, "after": new, "_text": new_text, "_restore": saved}
+                snapshot["kernel_cmdline"] = saved
                 reboot = True
         elif knob == "cpu_dma_latency":
             holder = th.holder_pid(host.pidfile)
@@ -340,7 +357,7 @@ def _apply(host: Host, changes: dict[str, dict[str, Any]]) -> None:
     except Exception as exc:
         for knob in reversed(done):
             try:
-                _restore_knob(host, knob, changes[knob]["before"])
+                _restore_knob(host, knob, changes[knob].get("_restore", changes[knob]["before"]))
             except Exception:  # noqa: BLE001,S110 - best effort, the original error is raised
                 pass
         note = f" (rolled back: {', '.join(done) or 'nothing applied'})"
@@ -361,16 +378,47 @@ def _restore_knob(host: Host, knob: str, value: Any) -> None:
         getattr(host, f"set_{knob}")(value)
 
 
+# Restore order: the tuned profile first (a profile rewrites governor, turbo and the rest, so the knobs'
+# own originals must be written over it), then the other knobs in the reverse of KNOBS (their apply
+# order), then anything else the snapshot holds; sysctls go through ansible.posix.sysctl afterwards.
+RESTORE_ORDER = ("tuned_profile", "kernel_cmdline", "netfilter_modules", "cpu_dma_latency", "smt", "turbo",
+                 "governor")
+
+
+def restore_order(keys) -> list[str]:
+    """Snapshot keys in the order they are restored (RESTORE_ORDER, then the rest sorted)."""
+    rank = {k: i for i, k in enumerate(RESTORE_ORDER)}
+    return sorted(keys, key=lambda k: (rank.get(k, len(rank)), k))
+
+
+def _grub_now(module: AnsibleModule, saved: Any) -> tuple[Any, Any, bool]:
+    """(current, saved, equal) of the GRUB_CMDLINE_LINUX line, in the shape of the snapshot."""
+    with open(module.params["grub_file"], encoding="utf-8") as fh:
+        text = fh.read()
+    if isinstance(saved, dict):
+        now = th.grub_line(text)
+        return now, saved.get("line"), now == saved.get("line")
+    now = th.grub_cmdline(text)
+    return now, saved, now == saved
+
+
 def restored(module: AnsibleModule, host: Host, store: _tuning.SnapshotStore, key: str) -> dict[str, Any]:
+    """Write the snapshot back, read it back, and remove the snapshot only when everything reads back
+    equal. Sysctls are written by the caller (RV(sysctl_restore)); until they read back equal the
+    snapshot stays, and the next call removes it."""
     doc = store.load(key)
     result: dict[str, Any] = {"changed": False, "changes": {}, "skipped_settings": [], "reboot_required": False,
-                              "sysctl_restore": {}}
+                              "sysctl_restore": {}, "snapshot_kept": False, "differs": []}
     if doc is None:
         return result
     cur = th.read_host()
-    for knob, old in doc["state"].items():
+    state = doc["state"]
+    for knob in restore_order(state):
+        old = state[knob]
         if knob.startswith("sysctl:"):
-            result["sysctl_restore"][knob.split(":", 1)[1]] = old
+            name = knob.split(":", 1)[1]
+            if th.read_sysctl(name) != old:
+                result["sysctl_restore"][name] = old
             continue
         if knob == "netfilter_modules":
             loaded = set((th.read_modules() or {}).keys())
@@ -381,10 +429,9 @@ def restored(module: AnsibleModule, host: Host, store: _tuning.SnapshotStore, ke
                     host.load_modules(missing)
             continue
         if knob == "kernel_cmdline":
-            with open(module.params["grub_file"], encoding="utf-8") as fh:
-                now = th.grub_cmdline(fh.read())
-            if now != old:
-                result["changes"][knob] = {"before": now, "after": old}
+            now, want, equal = _grub_now(module, old)
+            if not equal:
+                result["changes"][knob] = {"before": now, "after": want}
                 result["reboot_required"] = True
                 if not module.check_mode:
                     _restore_knob(host, knob, old)
@@ -399,14 +446,46 @@ def restored(module: AnsibleModule, host: Host, store: _tuning.SnapshotStore, ke
             result["changes"][knob] = {"before": cur.get(knob), "after": old}
             if not module.check_mode:
                 _restore_knob(host, knob, old)
+                if knob == "tuned_profile":
+                    cur = th.read_host()  # the profile may have moved the knobs restored after it
         elif knob == "tuned_profile" and old is None and cur.get(knob):
             result["changes"][knob] = {"before": cur.get(knob), "after": None}
             if not module.check_mode:
                 host.set_tuned_profile(None)
-    result["changed"] = True
-    if not module.check_mode:
+                cur = th.read_host()
+    result["changed"] = bool(result["changes"]) or not module.check_mode
+    if module.check_mode:
+        return result
+    result["differs"] = _read_back_differs(module, host, state)
+    if result["differs"] or result["sysctl_restore"]:
+        result["snapshot_kept"] = True  # the original is not back yet: keep it for the next call
+        if result["differs"]:
+            module.warn("host_tuning restore: read back differs from the snapshot for "
+                        f"{', '.join(result['differs'])}; snapshot {store.path(key)} kept")
+    else:
         store.remove(key)
     return result
+
+
+def _read_back_differs(module: AnsibleModule, host: Host, state: dict[str, Any]) -> list[str]:
+    """Snapshot keys (sysctls aside) whose live value is not the saved one after the restore."""
+    cur = th.read_host()
+    differs = []
+    for knob, old in state.items():
+        if knob.startswith("sysctl:") or knob == "cpu_dma_latency":
+            if knob == "cpu_dma_latency" and th.holder_pid(host.pidfile) is not None:
+                differs.append(knob)
+            continue
+        if knob == "netfilter_modules":
+            loaded = set((th.read_modules() or {}).keys())
+            if any(m not in loaded for m in old):
+                differs.append(knob)
+        elif knob == "kernel_cmdline":
+            if not _grub_now(module, old)[2]:
+                differs.append(knob)
+        elif old is not None and cur.get(knob) != old:
+            differs.append(knob)
+    return differs
 
 
 def main() -> None:

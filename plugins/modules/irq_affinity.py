@@ -85,6 +85,23 @@ EXAMPLES = r"""
 """
 
 RETURN = r"""
+vanished_irqs:
+  description: With O(state=restored), IRQs in the snapshot that no longer exist; the snapshot is then kept.
+  returned: with state=restored
+  type: list
+  elements: int
+  sample: []
+differs:
+  description: With O(state=restored), IRQs whose affinity reads back different from the snapshot.
+  returned: with state=restored and a snapshot
+  type: list
+  elements: int
+  sample: []
+snapshot_kept:
+  description: With O(state=restored), the snapshot was kept because something could not be restored exactly.
+  returned: with state=restored and a snapshot
+  type: bool
+  sample: false
 interface:
   description: The interface.
   returned: always
@@ -156,8 +173,11 @@ def run(module: AnsibleModule) -> dict[str, Any]:
         stop = p["stop_irqbalance"] and irqbalance_running
     elif p["state"] == "restored":
         doc = store.load(key)
-        desired = {int(k): _irq.parse_cpulist(v) for k, v in (doc["state"]["affinity"] if doc else {}).items()}
-        desired = {k: v for k, v in desired.items() if k in current}
+        saved = {int(k): _irq.parse_cpulist(v) for k, v in (doc["state"]["affinity"] if doc else {}).items()}
+        desired = {k: v for k, v in saved.items() if k in current}
+        # IRQs of the snapshot that are gone (a driver reload renumbered them): they cannot be restored,
+        # so the snapshot is kept and they are named.
+        result["vanished_irqs"] = sorted(k for k in saved if k not in current)
         stop = False
     else:
         desired, stop, doc = {}, False, None
@@ -183,7 +203,17 @@ def run(module: AnsibleModule) -> dict[str, Any]:
         if p["state"] == "restored" and doc is not None:
             if doc["state"].get("irqbalance_running") and not irqbalance_running:
                 _systemctl(module, "start")
-            store.remove(key)
+            back = {irq: _irq.read_affinity(irq) for irq in desired}
+            result["differs"] = sorted(irq for irq, cpus in desired.items() if back.get(irq) != cpus)
+            if result["vanished_irqs"] or result["differs"]:
+                result["snapshot_kept"] = True
+                module.warn(f"{ifname}: IRQ affinity not fully restored (vanished IRQs "
+                            f"{result['vanished_irqs'] or 'none'}, read back differs for "
+                            f"{result['differs'] or 'none'});"
+                            f" snapshot {store.path(key)} kept")
+            else:
+                store.remove(key)
+                result["snapshot_kept"] = False
             result["changed"] = True
     elif p["state"] == "restored" and doc is not None:
         result["changed"] = True

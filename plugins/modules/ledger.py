@@ -86,6 +86,17 @@ pending:
   returned: always
   type: list
   elements: dict
+set_aside:
+  description:
+    - With O(state=cleaned), ledger files that could not be read (truncated, not an entry, a symlink) -
+      each renamed to C(<name>.unreadable-<time>) and never acted on; the other entries are still cleaned.
+  returned: always
+  type: list
+  elements: dict
+  sample:
+    - path: /var/lib/xdplab/ledger/netns-0a1b.json
+      moved_to: /var/lib/xdplab/ledger/netns-0a1b.json.unreadable-20261201T010000Z
+      reason: "JSONDecodeError: Expecting value"
 kept:
   description:
     - With O(state=cleaned), QEMU entries kept because the process that runs the guest still lives, and
@@ -107,6 +118,7 @@ import signal
 import traceback
 
 from ansible.module_utils.basic import AnsibleModule
+from ansible_collections.xdplab.testbed.plugins.module_utils.common import _process_identity as _proc
 from ansible_collections.xdplab.testbed.plugins.module_utils.state._ledger import (
     LedgerError,
     check_entry,
@@ -114,6 +126,8 @@ from ansible_collections.xdplab.testbed.plugins.module_utils.state._ledger impor
     entry_id,
     owner_alive,
     record,
+    scan,
+    set_aside,
     teardown_plan,
 )
 from ansible_collections.xdplab.testbed.plugins.module_utils.tuning._plan_and_snapshots import current_netns_name
@@ -162,10 +176,7 @@ class Cleaner:
             if self.netns_exists(key["name"]):
                 rc, out, _ = self.module.run_command([self.ip, "netns", "pids", key["name"]])
                 for pid in out.split() if rc == 0 else []:
-                    try:
-                        os.kill(int(pid), signal.SIGKILL)
-                    except ProcessLookupError:
-                        pass
+                    self._kill_in_netns(int(pid), key["name"])
                 self._run([self.ip, "netns", "delete", key["name"]], ("No such file",))
         elif kind == "xdp":
             base = [self.ip, *(["-n", netns] if netns else []), "link", "set", "dev", key["interface"]]
@@ -202,13 +213,33 @@ class Cleaner:
                       ("No such file",))
         elif kind == "qemu":
             pid = int(key["pid"])
+            ident = ({"pid": pid, "start": key["start"], "boot_id": key["boot_id"]} if "start" in key
+                     else _proc.identity(pid))  # older entries: the start time seen now, before the checks
+            if ident is None or not _proc.same(ident):
+                return  # gone, or the pid is another process now
             try:
                 with open(f"/proc/{pid}/cmdline", "rb") as fh:
                     cmdline = fh.read()
             except FileNotFoundError:
                 return
             if hashlib.sha256(cmdline).hexdigest() == key.get("cmdline_sha256"):
-                os.kill(pid, signal.SIGKILL)
+                _proc.send(ident, signal.SIGKILL)
+
+    def _kill_in_netns(self, pid: int, name: str) -> None:
+        """SIGKILL a process of the namespace we are removing: identity taken, then checked to be still
+        in that namespace, then signalled through _proc (pid 1 and this process never)."""
+        if pid <= 1 or pid == os.getpid():
+            return
+        ident = _proc.identity(pid)
+        if ident is None:
+            return
+        try:
+            ns = os.stat(f"/proc/{pid}/ns/net")
+            ours = os.stat(os.path.join("/run/netns", name))
+        except OSError:
+            return
+        if (ns.st_dev, ns.st_ino) == (ours.st_dev, ours.st_ino):
+            _proc.send(ident, signal.SIGKILL)
 
 
 def main() -> None:
@@ -226,7 +257,8 @@ def main() -> None:
     )
     p = module.params
     module.run_command_environ_update = {"LC_ALL": "C"}
-    changed, removed, pending, kept, result = False, [], [], [], {}
+    changed, removed, pending, kept, result, set_aside_list = False, [], [], [], {}, []
+    failed: list[str] = []
     try:
         if p["state"] in ("recorded", "absent"):
             netns = p["netns"]
@@ -246,7 +278,15 @@ def main() -> None:
                     os.unlink(path)
         elif p["state"] == "cleaned":
             cleaner = Cleaner(module)
-            for path, entry in teardown_plan(entries(p["dir"])):
+            good, bad = scan(p["dir"])
+            for path, reason in bad:
+                # Unreadable (truncated, foreign, a symlink): never acted on, moved out of the way and
+                # named, so it does not stop the rest from being cleaned.
+                changed = True
+                new = path if module.check_mode else set_aside(path)
+                set_aside_list.append({"path": path, "moved_to": new, "reason": reason})
+                module.warn(f"ledger entry {path} is unreadable ({reason}): set aside as {new}")
+            for path, entry in teardown_plan(good):
                 if entry["kind"] == "tuning":
                     pending.append(entry)
                     continue
@@ -255,7 +295,11 @@ def main() -> None:
                     continue
                 changed = True
                 if not module.check_mode:
-                    reason = cleaner.remove(entry)
+                    try:
+                        reason = cleaner.remove(entry)
+                    except Exception as exc:  # noqa: BLE001 - named below; the entry stays for a later try
+                        failed.append(f"{describe(entry)}: {exc}")
+                        continue
                     os.unlink(path)
                     if reason:
                         kept.append(f"{describe(entry)}: {reason}")
@@ -269,7 +313,13 @@ def main() -> None:
         current = [e for _, e in entries(p["dir"])]
     except LedgerError as exc:
         module.fail_json(msg=str(exc))
-    module.exit_json(changed=changed, entries=current, removed=removed, pending=pending, kept=kept, **result)
+    if failed:
+        # Every other entry was undone; these stay in the ledger for the next cleanup.
+        module.fail_json(msg=f"ledger cleaned: could not undo {len(failed)} entr{'y' if len(failed) == 1 else 'ies'}: "
+                             + "; ".join(failed), failed_entries=failed, entries=current, removed=removed,
+                         pending=pending, kept=kept, set_aside=set_aside_list, changed=changed)
+    module.exit_json(changed=changed, entries=current, removed=removed, pending=pending, kept=kept,
+                     set_aside=set_aside_list, **result)
 
 
 if __name__ == "__main__":

@@ -170,7 +170,9 @@ snapshot_created:
   type: bool
   sample: true
 snapshot_removed:
-  description: Whether a restore removed the snapshot.
+  description:
+    - Whether a restore removed the snapshot. It is kept when the device reads back different from it
+      (RV(mismatched)), so the original is never lost.
   returned: always
   type: bool
   sample: false
@@ -319,7 +321,13 @@ def run(module: AnsibleModule) -> dict[str, Any]:
                 for group, keys in result["mismatched"].items():
                     module.warn(f"{ifname}: {group} read back differs from what was written: {keys}")
             if p["state"] == "restored" and snapshot_doc is not None:
-                result["snapshot_removed"] = store.remove(key)
+                # The snapshot is the only record of the original: dropped only once the device reads
+                # back equal to it; otherwise kept (and named) for another restore or a human.
+                if result.get("mismatched"):
+                    result["snapshot_removed"] = False
+                    module.warn(f"{ifname}: read back differs from the snapshot; {store.path(key)} kept")
+                else:
+                    result["snapshot_removed"] = store.remove(key)
                 result["changed"] = True
         elif p["state"] == "restored" and snapshot_doc is not None:
             result["changed"] = True

@@ -45,6 +45,18 @@ options:
     description: Host of the holder process (set by the action plugin).
     type: str
     required: true
+  owner_start:
+    description: Start time (clock ticks since boot) of the holder process on its host (set by the action plugin).
+    type: int
+  owner_boot_id:
+    description: Boot id of the holder's host (set by the action plugin).
+    type: str
+  stale_holder:
+    description:
+      - A holder on another host that its own host found dead (the action plugin checks holders that ran
+        on the controller - pid, start time and boot id). The lock is taken over only if it is still
+        exactly that holder; a live or different holder is never replaced.
+    type: dict
 attributes:
   check_mode:
     support: full
@@ -70,6 +82,10 @@ status:
   description: C(acquired), C(held) (already ours), C(taken-over) (a stale holder), C(released) or C(not-held).
   returned: always
   type: str
+holder:
+  description: On failure, the live (or unverifiable) holder, so the controller can check it.
+  returned: when the lock is held by another run
+  type: dict
 previous:
   description: The stale holder that was replaced, with C(status=taken-over).
   returned: when a stale lock was taken over
@@ -83,6 +99,7 @@ import traceback
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.xdplab.testbed.plugins.module_utils.state._ledger import (
+    Holder,
     LockHeld,
     acquire,
     holder_alive,
@@ -100,6 +117,9 @@ def main() -> None:
             steal=dict(type="bool", default=False),
             owner_pid=dict(type="int", required=True),
             owner_host=dict(type="str", required=True),
+            owner_start=dict(type="int"),
+            owner_boot_id=dict(type="str"),
+            stale_holder=dict(type="dict"),
         ),
         supports_check_mode=True,
     )
@@ -117,9 +137,16 @@ def main() -> None:
                 if holder_alive(current, socket.gethostname()) is not False and not p["steal"]:
                     module.fail_json(msg=f"another xdplab run holds the lock {p['path']}: {current.describe()}")
             module.exit_json(changed=current is None, status="acquired" if current is None else "held")
-        status, previous = acquire(p["path"], p["owner_pid"], p["owner_host"], p["run_id"], steal=p["steal"])
+        stale = None
+        if p["stale_holder"]:
+            sh = p["stale_holder"]
+            stale = Holder(int(sh["pid"]), sh.get("pid_start"), str(sh["host"]), sh.get("run_id"),
+                           str(sh["since"]), sh.get("boot_id"))
+        status, previous = acquire(p["path"], p["owner_pid"], p["owner_host"], p["run_id"], steal=p["steal"],
+                                   pid_start=p["owner_start"], boot_id=p["owner_boot_id"], stale=stale)
     except LockHeld as exc:
-        module.fail_json(msg=str(exc))
+        current = read_lock(p["path"])
+        module.fail_json(msg=str(exc), holder=dataclasses.asdict(current) if current else None)
     except Exception as exc:  # noqa: BLE001 - one top-level handler, reported with traceback
         module.fail_json(msg=f"run lock {p['path']}: {exc}", exception=traceback.format_exc())
     out = {"changed": status != "held", "status": status}

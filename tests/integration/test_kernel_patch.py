@@ -149,7 +149,10 @@ def test_bad_input_leaves_tree_unchanged(tree, tmp_path):
     wrong = "0" * 64
     res = kernel_patch(tree, [{"path": str(FIXTURE[0]), "sha256": wrong}])
     assert res.get("failed") and "sha256 mismatch" in res["msg"] and FIXTURE[0].name in res["msg"]
+    # a URL needs a sha256 (refused before it is fetched) unless waived for that patch
     res = kernel_patch(tree, [{"url": "http://127.0.0.1:9/h5-nothing.patch"}], timeout=5)
+    assert res.get("failed") and "needs a sha256" in res["msg"] and "h5-nothing.patch" in res["msg"]
+    res = kernel_patch(tree, [{"url": "http://127.0.0.1:9/h5-nothing.patch", "sha256_waived": True}], timeout=5)
     assert res.get("failed") and "unreachable" in res["msg"] and "h5-nothing.patch" in res["msg"]
     res = kernel_patch(tree, [{"path": str(tmp_path / "missing.patch")}])
     assert res.get("failed") and "missing.patch" in res["msg"]

@@ -155,10 +155,10 @@ def test_nft_hook_never_touches_the_hosts_table(ns, tmp_path):
 
 
 @pytest.mark.parametrize(("args", "msg"), [
-    ({"interface": 'hk0" drop; flush ruleset; "'}, "is not an interface name"),
-    ({"interface": "veth%d"}, "is not an interface name"),
-    ({"interface": "hk0", "table": "x; flush ruleset"}, "nftables table"),
-    ({"interface": "hk0", "counter": "c }"}, "nftables counter"),
+    ({"interface": 'hk0" drop; flush ruleset; "'}, "must be a network interface name"),
+    ({"interface": "veth%d"}, "must be a network interface name"),
+    ({"interface": "hk0", "table": "x; flush ruleset"}, "must be an nftables identifier"),
+    ({"interface": "hk0", "counter": "c }"}, "must be an nftables identifier"),
 ])
 def test_nft_bad_names_are_refused_before_anything_runs(ns, tmp_path, args, msg):
     before = nft_ruleset(ns)

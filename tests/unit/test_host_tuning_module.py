@@ -39,9 +39,15 @@ class FakeModule:
         self.calls: list[list[str]] = []
         self.warnings: list[str] = []
 
+    world: dict | None = None  # the `loaded` fixture's modules: modprobe/rmmod change them, as on a host
+
     def run_command(self, argv, environ_update=None):
         assert environ_update == {"LC_ALL": "C"}
         self.calls.append(list(argv))
+        if self.world is not None and argv[0].endswith("modprobe"):
+            self.world["mods"][argv[1]] = []
+        elif self.world is not None and argv[0].endswith("rmmod"):
+            self.world["mods"].pop(argv[1], None)
         return 0, "", ""
 
     def get_bin_path(self, name, required=False):
@@ -62,6 +68,8 @@ def loaded(monkeypatch):
     state = {"mods": th.parse_proc_modules(PROC_MODULES)}
     monkeypatch.setattr(th, "read_modules", lambda root="/": {k: list(v) for k, v in state["mods"].items()})
     monkeypatch.setattr(th, "read_host", lambda root="/": {})
+    # The restore reads the modules back before it drops the snapshot: modprobe must load them.
+    monkeypatch.setattr(FakeModule, "world", state)
     return state
 
 

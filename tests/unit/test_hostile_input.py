@@ -25,6 +25,7 @@ from unittest import mock
 import pytest
 from ansible.module_utils import basic
 from ansible.module_utils.testing import patch_module_args
+from ansible_collections.xdplab.testbed.plugins.module_utils.common import _validate
 from ansible_collections.xdplab.testbed.plugins.module_utils.state import _ledger
 from ansible_collections.xdplab.testbed.plugins.module_utils.traffic import _output_parsers as _parsers
 from hypothesis import HealthCheck, given, settings
@@ -102,17 +103,21 @@ def test_parsers_on_corrupted_captures(data):
 # ---- ledger entries / lock ------------------------------------------------------------------------
 
 @pytest.mark.parametrize(("module", "name", "valid"), [
-    ("state._ledger", "_NAME_RE", "xdplab-dut"),
-    ("traffic._dut_counters", "_NAME_RE", "veth0"),
+    ("common._validate", "LEDGER_NAME_RE", "xdplab-dut"),
+    ("common._validate", "IFNAME_RE", "veth0"),
+    ("common._validate", "NETNS_RE", "xdplab-dut"),
+    ("common._validate", "PKTGEN_DEV_RE", "eth0@1"),
+    ("common._validate", "RECORD_NAME_RE", "xdp_drop"),
+    ("common._validate", "CMDLINE_KEY_RE", "isolcpus"),
+    ("common._validate", "CMDLINE_VALUE_RE", "2-3"),
+    ("common._validate", "QEMU_ID_RE", "xdplab0"),
+    ("common._validate", "NFT_NAME_RE", "xdplab_bench"),
     ("traffic._dut_counters", "_STAT_RE", "rx_packets"),
-    ("traffic._xdpgen_trafgen_argv", "_IFNAME", "veth0"),
     ("traffic._xdpgen_trafgen_argv", "_MAC", "02:00:00:00:00:01"),
-    ("traffic._pktgen_proc", "_IFNAME", "eth0"),
     ("traffic._pktgen_proc", "_MAC", "02:00:00:00:00:01"),
     ("testbed._topology", "_MAC_RE", "02:00:00:00:00:01"),
     ("tuning._plan_and_snapshots", "_KEY_RE", "nic-host-eth0"),
-    ("tuning._host_knobs", "CMDLINE_KEYS_RE", "isolcpus"),
-    ("results._record_schema", "RUN_ID_RE", "20261130T020000Z-abcdef"),
+    ("common._validate", "RUN_ID_RE", "20261130T020000Z-abcdef"),
 ])
 def test_validators_reject_a_trailing_newline(module, name, valid):
     """`$` matches before a final newline: every validator anchors with \\Z (found by hypothesis: the
@@ -134,7 +139,8 @@ def test_ledger_rejects_non_plain_names(kind, value):
         assert repr(value) in str(exc), f"the message does not name the bad value: {exc}"
         return
     # Accepted only as a plain name: no shell metacharacter, no path separator, no whitespace.
-    assert _ledger._NAME_RE.fullmatch(value) and value not in (".", ".."), f"accepted {value!r}"
+    rx = _validate.NFT_NAME_RE if field == "table" else _validate.LEDGER_NAME_RE
+    assert rx.fullmatch(value) and ".." not in value and not value.startswith("-"), f"accepted {value!r}"
     assert entry["key"][field] == value
 
 
@@ -160,6 +166,68 @@ def test_ledger_qemu_pid(pid):
         assert repr(pid) in str(exc)
         return
     assert isinstance(pid, int) and pid > 1
+
+
+# ---- the name validators (_validate), one per kind of name -------------------------------------
+
+_UNSAFE = set("/\\\"'`$;&|<>()*?[]{}#~!%\0\n\r\t ")
+
+
+@settings(max_examples=400, deadline=None)
+@given(kind=st.sampled_from(["ifname", "netns", "ledger_name", "pktgen_device", "record_name", "qemu_id",
+                             "nft_name", "run_id"]),
+       value=st.one_of(hostile_text, st.sampled_from([".", "..", "-x", "veth%d", "a/b", "a__b", "eth0@..",
+                                                      "é" * 8, "x" * 16, "a\0b"])))
+def test_name_validators_accept_only_inert_names(kind, value):
+    """A name any validator accepts holds nothing a shell, ip(8), nft, a path or a QEMU option string
+    would read as more than a name; a refused one is named in the message."""
+    count(f"validate: {kind}")
+    try:
+        out = _validate.check(kind, value, "w")
+    except _validate.ValidationError as exc:
+        assert repr(value) in str(exc), f"the message does not name the bad value: {exc}"
+        return
+    assert out == value and isinstance(value, str)
+    assert not (_UNSAFE & set(value)) or (kind == "pktgen_device" and set(value) & _UNSAFE <= {"@"})
+    assert not value.startswith(("-", ".")) and ".." not in value
+    assert all(32 < ord(c) < 127 for c in value), f"{kind} accepted {value!r}"
+    if kind in ("ifname", "pktgen_device"):
+        assert len(value.split("@")[0].encode()) <= 15
+
+
+@settings(max_examples=200, deadline=None)
+@given(key=st.one_of(st.sampled_from(["isolcpus", "nohz_full", "quiet"]), hostile_text),
+       value=st.one_of(hostile_text, st.booleans(), huge_ints))
+def test_kernel_cmdline_accepts_only_values_grub_and_sh_take_literally(key, value):
+    count("validate: kernel_cmdline")
+    try:
+        tok = _validate.cmdline_param(key, value)
+    except _validate.ValidationError as exc:
+        assert repr(value) in str(exc) or repr(key) in str(exc)
+        return
+    assert tok is None or not (set(tok) & set("\"'`$\\;&|<>()*?[]{}#~! \t\n\0"))
+
+
+@settings(max_examples=200, deadline=None)
+@given(text=st.one_of(hostile_text, st.lists(st.integers(-5, 10 ** 12), max_size=5), huge_ints,
+                      st.builds(lambda a, b: f"{a}-{b}", st.integers(0, 2 ** 40), st.integers(0, 2 ** 40))))
+def test_cpulist_bounded(text):
+    count("validate: cpulist")
+    try:
+        cpus = _validate.cpulist(text)
+    except _validate.ValidationError:
+        return
+    assert all(0 <= c <= _validate.CPU_MAX for c in cpus) and len(cpus) <= _validate.CPU_MAX + 1
+
+
+@settings(max_examples=200, deadline=None)
+@given(a=hostile_text, b=hostile_text)
+def test_distinct_record_names_give_distinct_files(a, b):
+    count("validate: record file names")
+    fa, fb = _validate.record_file_part(a), _validate.record_file_part(b)
+    assert "/" not in fa and not fa.startswith(".") and ".." not in fa and "__" not in fa
+    if a != b:
+        assert fa != fb, f"{a!r} and {b!r} share {fa!r}"
 
 
 # ---- every module, in-process, check mode -------------------------------------------------------

@@ -64,7 +64,10 @@ def test_run_id_format_and_uniqueness():
 def test_record_filename_is_path_safe_and_distinct_per_params():
     name = record_filename("../../etc", "base/line", {"dst": "a b/../c", "pkt_size": 64})
     assert "/" not in name and ".." not in name
-    assert name.startswith("etc__base_line__")
+    # A name that is not plain keeps a readable part and a digest of the whole name (distinct names,
+    # distinct files: 'a/b' and 'a_b' used to write the same record).
+    assert name.startswith("etc~") and "__base_line~" in name
+    assert record_filename("xdp_drop", "baseline", {}).startswith("xdp_drop__baseline__")
     assert name.endswith(".json")
     assert record_filename("s", "v", {"a": 1, "b": 2}) == record_filename("s", "v", {"b": 2, "a": 1})
     assert record_filename("s", "v", {"a": 1}) != record_filename("s", "v", {"a": 2})
@@ -74,7 +77,7 @@ def test_atomic_write_leaves_old_file_on_failure(tmp_path, monkeypatch):
     path = tmp_path / "r.json"
     write_json_atomic(str(path), {"a": 1})
     assert json.loads(path.read_text()) == {"a": 1}
-    assert oct(os.stat(path).st_mode & 0o777) == "0o644"
+    assert oct(os.stat(path).st_mode & 0o777) == "0o600"  # records hold /proc/cmdline: not world-readable
 
     def boom(*_a, **_k):
         raise OSError("disk full")

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import stat
 import tempfile
 from collections.abc import Callable
 from typing import Any
@@ -17,6 +18,10 @@ from typing import Any
 
 class AtomicWriteError(ValueError):
     """The destination cannot be written; the message names it."""
+
+
+class PrivateDirError(ValueError):
+    """A directory root acts on that another user could have planted files in; the message names it."""
 
 
 def atomic_write(dest: str, writer: Callable[[str], None], mode: int = 0o644) -> str:
@@ -42,9 +47,12 @@ def atomic_write(dest: str, writer: Callable[[str], None], mode: int = 0o644) ->
     return dest
 
 
-def write_json_atomic(path: str, data: Any, mode: int = 0o644) -> str:
-    """Write JSON to a temp file in the same directory, fsync, then rename over ``path``."""
-    os.makedirs(os.path.dirname(os.path.abspath(path)), mode=0o755, exist_ok=True)
+def write_json_atomic(path: str, data: Any, mode: int = 0o600) -> str:
+    """Write JSON to a temp file in the same directory, fsync, then rename over ``path``.
+
+    Records hold the host's /proc/cmdline and environment: 0600 in a 0700 directory by default.
+    """
+    os.makedirs(os.path.dirname(os.path.abspath(path)), mode=0o700, exist_ok=True)
 
     def writer(tmp: str) -> None:
         with open(tmp, "w", encoding="utf-8") as fh:
@@ -54,3 +62,23 @@ def write_json_atomic(path: str, data: Any, mode: int = 0o644) -> str:
             os.fsync(fh.fileno())
 
     return atomic_write(path, writer, mode)
+
+
+def check_private_dir(path: str, what: str = "ledger directory", create: bool = True) -> None:
+    """A directory whose files root acts on: created 0700 when absent; refused when it is a symlink, is
+    not owned by this (root) user, or is group/world-writable - another local user could then plant
+    entries, snapshots or symlinks there."""
+    if create:
+        os.makedirs(path, mode=0o700, exist_ok=True)
+    try:
+        st = os.lstat(path)
+    except FileNotFoundError:
+        return
+    if stat.S_ISLNK(st.st_mode):
+        raise PrivateDirError(f"{what} {path!r} is a symlink: refusing it")
+    if not stat.S_ISDIR(st.st_mode):
+        raise PrivateDirError(f"{what} {path!r} is not a directory")
+    if st.st_uid != os.geteuid():
+        raise PrivateDirError(f"{what} {path!r} is owned by uid {st.st_uid}, not {os.geteuid()}: refusing it")
+    if st.st_mode & 0o022:
+        raise PrivateDirError(f"{what} {path!r} is group/world-writable (mode {oct(st.st_mode & 0o777)})")

@@ -22,12 +22,15 @@ from __future__ import annotations
 
 import os
 import shlex
+import shutil
 import signal
 import stat
 import subprocess
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+
+from ansible_collections.xdplab.testbed.plugins.module_utils.common import _validate
 
 OUT_TAG = "xdplab_out"
 GUEST_TMPFS = ("/tmp", "/run", "/var/tmp")  # noqa: S108 - mount points in the guest, not used on the host
@@ -119,6 +122,16 @@ def validate_spec(spec: GuestSpec) -> None:
     for key in spec.env:
         if not key.replace("_", "a").isalnum() or key[0].isdigit():
             raise QemuError(f"environment variable name {key!r} is not a shell identifier")
+    # Values that end up inside QEMU option strings ('k=v,k=v'): ids refused unless plain, paths have
+    # their commas doubled (QEMU's escape) in qemu_argv; control characters are refused everywhere.
+    try:
+        for what, value in (("rundir", spec.rundir), ("kernel", spec.kernel), ("busybox", spec.busybox)):
+            _validate.qemu_value(value, what)
+        for share in spec.shares:
+            _validate.qemu_value(share.path, "share path")
+            _validate.qemu_id(share.tag, "share tag")
+    except _validate.ValidationError as exc:
+        raise QemuError(str(exc)) from None
     tags = {OUT_TAG, "root", "hostroot"}
     for share in spec.shares:
         if not os.path.isdir(share.path):
@@ -160,7 +173,7 @@ def qemu_argv(spec: GuestSpec, init_path: str, console_log: str, initrd: str | N
         "-m", str(spec.memory_mb),
         "-smp", str(spec.cpus),
         "-nographic", "-nodefaults", "-no-reboot", "-no-user-config",
-        "-serial", f"file:{console_log}",
+        "-serial", f"file:{_validate.qemu_value(console_log, 'console log')}",
         "-monitor", "none",
         "-kernel", spec.kernel,
         "-append", kernel_cmdline(spec, init_path),
@@ -173,6 +186,8 @@ def qemu_argv(spec: GuestSpec, init_path: str, console_log: str, initrd: str | N
     shares += [(sh.tag, sh.path, sh.readonly) for sh in all_shares(spec)]
     for i, (tag, path, readonly) in enumerate(shares):
         ro = ",readonly=on" if readonly else ""
+        path = _validate.qemu_value(path, "share path")  # ',' doubled: QEMU reads it as one ','
+        tag = _validate.qemu_id(tag, "share tag")
         argv += ["-fsdev", f"local,id=fs{i},path={path},security_model=none,multidevs=remap{ro}",
                  "-device", f"virtio-9p-pci,fsdev=fs{i},mount_tag={tag}"]
     return argv
@@ -334,27 +349,57 @@ def _kill_group(proc: subprocess.Popen) -> None:
 def prepare(spec: GuestSpec) -> tuple[list[str], str]:
     """Write the run directory (init, command, initramfs) and return (argv, console_log)."""
     validate_spec(spec)
-    os.makedirs(os.path.join(spec.rundir, "out"), exist_ok=True)
+    os.makedirs(spec.rundir, mode=0o700, exist_ok=True)
+    st = os.lstat(spec.rundir)
+    if stat.S_ISLNK(st.st_mode) or st.st_uid != os.geteuid():
+        raise QemuError(f"rundir {spec.rundir!r} is a symlink or not owned by uid {os.geteuid()}")
     os.chmod(spec.rundir, 0o700)
+    # The output share is the guest's to write: whatever a previous guest left there (symlinks
+    # included) goes, the directory is made afresh, and the host opens files in it only with O_NOFOLLOW.
+    out = os.path.join(spec.rundir, "out")
+    if os.path.lexists(out):
+        if os.path.islink(out) or not os.path.isdir(out):
+            os.unlink(out)
+        else:
+            shutil.rmtree(out)
+    os.mkdir(out, 0o700)
     init_text = init_script(spec)
     init_path = os.path.join(spec.rundir, "init.sh")
-    with open(init_path, "w") as fh:
-        fh.write(init_text)
-    os.chmod(init_path, 0o700)
-    with open(os.path.join(spec.rundir, "out", "command.sh"), "w") as fh:
-        fh.write(spec.command + "\n")
-    for name in ("stdout", "stderr", "rc"):
-        try:
-            os.unlink(os.path.join(spec.rundir, "out", name))
-        except FileNotFoundError:
-            pass
+    _write_new(init_path, init_text.encode(), 0o700)
+    _write_new(os.path.join(out, "command.sh"), (spec.command + "\n").encode(), 0o600)
     initrd = None
     if spec.rootfs == "initramfs":
         initrd = os.path.join(spec.rundir, "initramfs.cpio")
-        with open(initrd, "wb") as fh:
-            fh.write(build_initramfs(spec.busybox, init_text))
+        _write_new(initrd, build_initramfs(spec.busybox, init_text), 0o600)
     console_log = os.path.join(spec.rundir, "console.log")
     return qemu_argv(spec, init_path, console_log, initrd), console_log
+
+
+def _write_new(path: str, data: bytes, mode: int) -> None:
+    """Replace ``path`` with a new file (never following a symlink planted where it was)."""
+    if os.path.lexists(path):
+        os.unlink(path)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, mode)
+    with os.fdopen(fd, "wb") as fh:
+        fh.write(data)
+
+
+OUT_MAX = 64 << 20  # what the host reads of a guest-written file
+
+
+def read_guest_file(path: str, limit: int = OUT_MAX) -> str | None:
+    """A file the guest wrote: None when absent; a symlink, FIFO or device is never opened as it points
+    (O_NOFOLLOW, O_NONBLOCK, regular files only) and at most ``limit`` bytes are read."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except FileNotFoundError:
+        return None
+    except OSError as exc:  # ELOOP: a symlink planted by the guest
+        raise QemuError(f"guest output {path!r} is not a regular file: {exc}") from None
+    with os.fdopen(fd, "rb") as fh:
+        if not stat.S_ISREG(os.fstat(fh.fileno()).st_mode):
+            raise QemuError(f"guest output {path!r} is not a regular file")
+        return fh.read(limit).decode(errors="replace")
 
 
 def _seen(path: str, mark: str) -> bool:
@@ -412,11 +457,7 @@ def run(spec: GuestSpec, timeout: float, boot_timeout: float | None = None,
     out = os.path.join(spec.rundir, "out")
 
     def _read(name: str) -> str | None:
-        try:
-            with open(os.path.join(out, name), errors="replace") as fh:
-                return fh.read()
-        except FileNotFoundError:
-            return None
+        return read_guest_file(os.path.join(out, name))
 
     rc_text = _read("rc")
     rc = int(rc_text.strip()) if rc_text and rc_text.strip().lstrip("-").isdigit() else None

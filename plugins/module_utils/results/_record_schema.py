@@ -11,15 +11,16 @@ from __future__ import annotations
 import datetime as _dt
 import hashlib
 import json
-import re
 import secrets
 from typing import Any
 
+from ansible_collections.xdplab.testbed.plugins.module_utils.common._validate import RUN_ID_RE, record_file_part
+from ansible_collections.xdplab.testbed.plugins.module_utils.common._validate import run_id as check_run_id
 from ansible_collections.xdplab.testbed.plugins.module_utils.results._statistics import summarize
 
+__all__ = ["RUN_ID_RE", "SCHEMA", "build_record", "check_replicate", "check_run_id", "new_run_id", "record_filename"]
+
 SCHEMA = "xdplab.result/v1"
-_SLUG_BAD = re.compile(r"[^A-Za-z0-9_.=-]+")
-RUN_ID_RE = re.compile(r"^[0-9]{8}T[0-9]{6}Z-[0-9a-f]{6}\Z")
 
 
 def utcnow() -> _dt.datetime:
@@ -35,11 +36,6 @@ def new_run_id(now: _dt.datetime | None = None) -> str:
     now = now or utcnow()
     return now.strftime("%Y%m%dT%H%M%SZ") + "-" + secrets.token_hex(3)
 
-
-def slug(value: Any) -> str:
-    """A file-name-safe rendering of a value: no path separators, no dot-dot, bounded length."""
-    text = re.sub(r"\.{2,}", "_", _SLUG_BAD.sub("_", str(value))).strip("._") or "_"
-    return text[:64]
 
 
 REPLICATE_LEVELS = ("repetition", "run", "boot", "round")
@@ -58,10 +54,10 @@ def check_replicate(replicate: Any, where: str = "replicate") -> dict:
 
 def record_filename(scenario: str, variant: str, params: dict, replicate: dict | None = None) -> str:
     """<scenario>__<variant>__<hash of params>[__<level>-<id>].json: one file per (scenario, variant,
-    params) and replication unit."""
+    params) and replication unit; distinct names give distinct files (_validate.record_file_part)."""
     digest = hashlib.sha1(json.dumps(params, sort_keys=True, default=str).encode(), usedforsecurity=False)
-    unit = f"__{slug(replicate['level'])}-{slug(replicate['id'])}" if replicate else ""
-    return f"{slug(scenario)}__{slug(variant)}__{digest.hexdigest()[:10]}{unit}.json"
+    unit = f"__{record_file_part(replicate['level'])}-{record_file_part(str(replicate['id']))}" if replicate else ""
+    return f"{record_file_part(scenario)}__{record_file_part(variant)}__{digest.hexdigest()[:10]}{unit}.json"
 
 
 def build_record(

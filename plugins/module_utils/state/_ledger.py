@@ -16,16 +16,26 @@ stale and taken over; a live one makes the second run fail at once, naming it.
 from __future__ import annotations
 
 import datetime as _dt
+import fcntl
 import hashlib
 import json
 import os
 import re
 import socket
+import stat
 import tempfile
 from dataclasses import dataclass
 from typing import Any
 
-from ansible_collections.xdplab.testbed.plugins.module_utils.common._atomic_files import write_json_atomic
+from ansible_collections.xdplab.testbed.plugins.module_utils.common import _process_identity as _proc
+from ansible_collections.xdplab.testbed.plugins.module_utils.common import _validate
+from ansible_collections.xdplab.testbed.plugins.module_utils.common._atomic_files import (
+    PrivateDirError,
+    write_json_atomic,
+)
+from ansible_collections.xdplab.testbed.plugins.module_utils.common._atomic_files import (
+    check_private_dir as _private_dir,
+)
 
 DEFAULT_DIR = "/var/lib/xdplab/ledger"
 DEFAULT_LOCK = "/run/xdplab/run.lock"
@@ -39,7 +49,13 @@ KEY_FIELDS = {
     "tuning": ("state_file",),
     "qemu": ("pid",),
 }
-_NAME_RE = re.compile(r"^[A-Za-z0-9_.:@-]{1,64}\Z")
+
+
+def _checked(fn, *args):
+    try:
+        return fn(*args)
+    except _validate.ValidationError as exc:
+        raise LedgerError(str(exc)) from None
 
 
 class LedgerError(ValueError):
@@ -67,19 +83,26 @@ def check_entry(kind: str, key: dict, netns: str | None = None) -> dict:
         if field in ("pid", "owner"):
             if not isinstance(value, int) or isinstance(value, bool) or value <= 1:
                 raise LedgerError(f"ledger {kind} {field} must be a pid > 1, got {value!r}")
-        elif field == "owner_start":
+        elif field == "boot_id":
+            if not isinstance(value, str) or not re.fullmatch(r"[0-9a-f]{8}(-[0-9a-f]{4}){3}-[0-9a-f]{12}", value):
+                raise LedgerError(f"ledger {kind} boot_id must be a boot id (uuid), got {value!r}")
+        elif field in ("owner_start", "start"):
             if not isinstance(value, int) or isinstance(value, bool) or value < 0:
-                raise LedgerError(f"ledger {kind} owner_start must be a start time in clock ticks, got {value!r}")
+                raise LedgerError(f"ledger {kind} {field} must be a start time in clock ticks, got {value!r}")
         elif field == "state_file":
             if not isinstance(value, str) or not os.path.isabs(value) or ".." in value.split("/"):
                 raise LedgerError(f"ledger {kind} state_file must be an absolute path without '..', got {value!r}")
         elif field == "cmdline_sha256":
             if not re.fullmatch(r"[0-9a-f]{64}", str(value)):
                 raise LedgerError(f"ledger {kind} cmdline_sha256 must be a sha256 hex digest, got {value!r}")
-        elif not isinstance(value, str) or not _NAME_RE.match(value) or value in (".", ".."):
-            raise LedgerError(f"ledger {kind} {field} must be a plain name, got {value!r}")
-    if netns is not None and (not _NAME_RE.match(netns) or netns in (".", "..")):
-        raise LedgerError(f"ledger netns must be a plain name, got {netns!r}")
+        elif field == "family" and kind == "nft":
+            _checked(_validate.nft_family, value, f"ledger {kind}")
+        elif field == "table" and kind == "nft":
+            _checked(_validate.nft_name, value, "table", f"ledger {kind}")
+        else:
+            _checked(_validate.ledger_name, value, field, f"ledger {kind}")
+    if netns is not None:
+        _checked(_validate.netns_name, netns, "ledger netns")
     return {"kind": kind, "key": dict(sorted(key.items())), "netns": netns}
 
 
@@ -90,11 +113,16 @@ def entry_id(entry: dict) -> str:
     return f"{entry['kind']}-{digest}.json"
 
 
+def check_private_dir(path: str, what: str = "ledger directory", create: bool = True) -> None:
+    """common._atomic_files.check_private_dir, failing with LedgerError."""
+    try:
+        _private_dir(path, what, create)
+    except PrivateDirError as exc:
+        raise LedgerError(str(exc)) from None
+
+
 def ensure_dir(path: str) -> None:
-    os.makedirs(path, mode=0o700, exist_ok=True)
-    st = os.stat(path)
-    if st.st_mode & 0o022:
-        raise LedgerError(f"ledger directory {path!r} is group/world-writable (mode {oct(st.st_mode & 0o777)})")
+    check_private_dir(path)
 
 
 def record(directory: str, entry: dict, run_id: str | None = None, **undo: Any) -> tuple[str, bool]:
@@ -102,7 +130,7 @@ def record(directory: str, entry: dict, run_id: str | None = None, **undo: Any) 
     returns (path, created). Re-recording the same object updates nothing."""
     ensure_dir(directory)
     path = os.path.join(directory, entry_id(entry))
-    if os.path.exists(path):
+    if os.path.lexists(path):
         return path, False
     write_json_atomic(path, dict(undo, **entry, run_id=run_id, created=_now()), mode=0o600)
     return path, True
@@ -111,16 +139,14 @@ def record(directory: str, entry: dict, run_id: str | None = None, **undo: Any) 
 def read(directory: str, entry: dict) -> dict | None:
     """The recorded entry of this object, or None."""
     try:
-        with open(os.path.join(directory, entry_id(entry)), encoding="utf-8") as fh:
-            return json.load(fh)
+        return _read_entry(os.path.join(directory, entry_id(entry)))
     except FileNotFoundError:
         return None
 
 
 def annotate(path: str, **fields: Any) -> None:
     """Add what undoing needs, learnt after acting (a namespace's inode), to a recorded entry."""
-    with open(path, encoding="utf-8") as fh:
-        data = json.load(fh)
+    data = _read_entry(path)
     data.update(fields)
     write_json_atomic(path, data, mode=0o600)
 
@@ -145,23 +171,44 @@ def forget_inside(directory: str, netns: str) -> list[str]:
     return dropped
 
 
-def entries(directory: str) -> list[tuple[str, dict]]:
-    """(path, entry) of every valid entry; unreadable files are reported as LedgerError."""
+def _read_entry(path: str) -> dict:
+    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    with os.fdopen(fd, encoding="utf-8") as fh:
+        if not stat.S_ISREG(os.fstat(fh.fileno()).st_mode):
+            raise LedgerError("not a regular file")
+        data = json.loads(fh.read(1 << 16))
+    check_entry(data["kind"], data["key"], data.get("netns"))
+    return data
+
+
+def scan(directory: str) -> tuple[list[tuple[str, dict]], list[tuple[str, str]]]:
+    """((path, entry) of every valid entry, (path, reason) of every unreadable one)."""
     if not os.path.isdir(directory):
-        return []
-    out = []
+        return [], []
+    check_private_dir(directory, create=False)
+    good, bad = [], []
     for name in sorted(os.listdir(directory)):
         if not name.endswith(".json") or name.startswith("."):
             continue
         path = os.path.join(directory, name)
         try:
-            with open(path, encoding="utf-8") as fh:
-                data = json.load(fh)
-            check_entry(data["kind"], data["key"], data.get("netns"))
+            good.append((path, _read_entry(path)))
         except (OSError, ValueError, KeyError, TypeError) as exc:
-            raise LedgerError(f"ledger entry {path} is unreadable: {exc}") from exc
-        out.append((path, data))
-    return out
+            bad.append((path, f"{type(exc).__name__}: {exc}"))
+    return good, bad
+
+
+def entries(directory: str) -> list[tuple[str, dict]]:
+    """(path, entry) of every valid entry; unreadable ones are left out (see scan, set_aside)."""
+    return scan(directory)[0]
+
+
+def set_aside(path: str) -> str:
+    """Rename an unreadable entry out of the ledger's way (<name>.unreadable-<time>); returns the new path.
+    It is kept for a human to look at, never acted on."""
+    new = f"{path}.unreadable-{_dt.datetime.now(_dt.UTC).strftime('%Y%m%dT%H%M%SZ')}"
+    os.rename(path, new)
+    return new
 
 
 # Removal order: processes first, then what lives on interfaces, then tuning, then namespaces
@@ -186,6 +233,7 @@ class Holder:
     host: str
     run_id: str | None
     since: str
+    boot_id: str | None = None
 
     def describe(self) -> str:
         return f"pid {self.pid} on {self.host} since {self.since}" + (f" (run {self.run_id})" if self.run_id else "")
@@ -227,6 +275,9 @@ def qemu_entry(pid: int, argv: list[str], owner: int | None = None, proc: str = 
     owner = os.getpid() if owner is None else owner
     cmdline = b"\0".join(os.fsencode(a) for a in argv) + b"\0"
     key = {"pid": pid, "cmdline_sha256": hashlib.sha256(cmdline).hexdigest(), "owner": owner}
+    ident = _proc.identity(pid, proc)
+    if ident is not None:  # the QEMU itself: pid + start time + boot id, checked before it is signalled
+        key.update(start=ident["start"], boot_id=ident["boot_id"])
     start = pid_start_time(owner, proc)
     if start is not None:
         key["owner_start"] = start
@@ -235,58 +286,106 @@ def qemu_entry(pid: int, argv: list[str], owner: int | None = None, proc: str = 
 
 def read_lock(path: str) -> Holder | None:
     try:
-        with open(path, encoding="utf-8") as fh:
-            data = json.load(fh)
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
+        with os.fdopen(fd, encoding="utf-8") as fh:
+            data = json.loads(fh.read(1 << 16))
         return Holder(int(data["pid"]), data.get("pid_start"), str(data["host"]), data.get("run_id"),
-                      str(data["since"]))
+                      str(data["since"]), data.get("boot_id"))
     except FileNotFoundError:
         return None
     except (OSError, ValueError, KeyError, TypeError):
-        # A torn or foreign file (a writer killed mid-write): a stale holder on this host, pid 0 never alive.
+        # A foreign file, or a symlink: a stale holder on this host, pid 0 never alive. (The lock is
+        # published whole with link/rename, so a run never sees it half written.)
         return Holder(0, None, socket.gethostname(), None, "?")
 
 
+class _Guard:
+    """flock on '<lock>.guard' around check-and-replace: two runs never both take over a stale lock."""
+
+    def __init__(self, path: str):
+        self.path = path + ".guard"
+
+    def __enter__(self):
+        self.fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+        fcntl.flock(self.fd, fcntl.LOCK_EX)
+        return self
+
+    def __exit__(self, *exc):
+        fcntl.flock(self.fd, fcntl.LOCK_UN)
+        os.close(self.fd)
+
+
+def _publish(path: str, data: dict, replace: bool) -> None:
+    """Write the whole lock to a temp file, then link it into place (create: fails if one appeared) or
+    rename it over the stale one (take-over): readers see no lock or a complete one, never an empty file."""
+    fd, tmp = tempfile.mkstemp(prefix=".lock-", dir=os.path.dirname(path))
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            json.dump(data, fh)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.chmod(tmp, 0o644)
+        if replace:
+            os.replace(tmp, path)
+        else:
+            os.link(tmp, path)
+    finally:
+        if os.path.lexists(tmp):
+            os.unlink(tmp)
+
+
+def _lock_dir(path: str) -> None:
+    directory = os.path.dirname(path)
+    os.makedirs(directory, mode=0o755, exist_ok=True)
+    st = os.lstat(directory)
+    if stat.S_ISLNK(st.st_mode) or st.st_uid != os.geteuid() or st.st_mode & 0o022:
+        raise LedgerError(f"lock directory {directory!r} is a symlink, not ours, or group/world-writable")
+
+
+def same_holder(a: Holder, b: Holder) -> bool:
+    return (a.pid, a.pid_start, a.host, a.since) == (b.pid, b.pid_start, b.host, b.since)
+
+
 def acquire(path: str, pid: int, host: str | None = None, run_id: str | None = None,
-            steal: bool = False, proc: str = "/proc") -> tuple[str, Holder | None]:
+            steal: bool = False, proc: str = "/proc", pid_start: int | None = None,
+            boot_id: str | None = None, stale: Holder | None = None) -> tuple[str, Holder | None]:
     """Take the lock for (pid, host). Returns ("acquired"|"held"|"taken-over", previous holder).
 
-    "held": the same holder already has it (re-entrant). Raises LockHeld naming a live holder.
-    """
+    "held": the same holder already has it (re-entrant). Raises LockHeld naming a live holder. A holder
+    on another host is taken over only with ``steal``, or when it is exactly ``stale`` (a holder its own
+    host has found dead: the controller's action plugin checks its own pids)."""
     host = host or socket.gethostname()
-    os.makedirs(os.path.dirname(path), mode=0o755, exist_ok=True)
-    me = {"pid": pid, "pid_start": pid_start_time(pid, proc) if host == socket.gethostname() else None,
-          "host": host, "run_id": run_id, "since": _now()}
-    for _ in range(3):
-        try:
-            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
-        except FileExistsError:
-            current = read_lock(path)
-            if current is None:
-                continue  # released between our attempts: try again
-            if current.pid == pid and current.host == host:
-                return "held", current
-            alive = holder_alive(current, socket.gethostname(), proc)
-            if alive or (alive is None and not steal):
-                raise LockHeld(
-                    f"another xdplab run holds the lock {path}: {current.describe()}"
-                    + ("" if alive else "; it runs on another host: pass steal=true if it is gone")) from None
-            fd2, tmp = tempfile.mkstemp(prefix=".lock-", dir=os.path.dirname(path))
-            with os.fdopen(fd2, "w", encoding="utf-8") as fh:
-                json.dump(me, fh)
-            os.chmod(tmp, 0o644)
-            os.replace(tmp, path)
-            return "taken-over", current
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            json.dump(me, fh)
-        return "acquired", None
-    raise LockHeld(f"could not take the lock {path}: it keeps changing hands")
+    _lock_dir(path)
+    local = host == socket.gethostname()
+    me = {"pid": pid, "pid_start": pid_start if pid_start is not None else (pid_start_time(pid, proc) if local
+                                                                           else None),
+          "host": host, "run_id": run_id, "since": _now(), "boot_id": boot_id}
+    with _Guard(path):
+        current = read_lock(path)
+        if current is None:
+            _publish(path, me, replace=False)
+            return "acquired", None
+        if current.pid == pid and current.host == host:
+            return "held", current
+        alive = holder_alive(current, socket.gethostname(), proc)
+        if alive is None and stale is not None and same_holder(current, stale):
+            alive = False
+        if alive or (alive is None and not steal):
+            raise LockHeld(
+                f"another xdplab run holds the lock {path}: {current.describe()}"
+                + ("" if alive else "; it runs on another host: pass steal=true if it is gone"))
+        _publish(path, me, replace=True)
+        return "taken-over", current
 
 
 def release(path: str, pid: int, host: str | None = None) -> bool:
     """Remove the lock if (pid, host) holds it. Returns whether it was removed."""
     host = host or socket.gethostname()
-    current = read_lock(path)
-    if current is None or current.pid != pid or current.host != host:
+    if not os.path.lexists(path):
         return False
-    os.unlink(path)
+    with _Guard(path):
+        current = read_lock(path)
+        if current is None or current.pid != pid or current.host != host:
+            return False
+        os.unlink(path)
     return True

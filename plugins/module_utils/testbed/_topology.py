@@ -27,8 +27,9 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-IFNAMSIZ = 16  # includes the terminating NUL: at most 15 bytes of name
-NETNS_NAME_MAX = 32  # our limit: names end up in /run/netns/<name> and in inventories, logs and ledgers
+from ansible_collections.xdplab.testbed.plugins.module_utils.common import _validate
+from ansible_collections.xdplab.testbed.plugins.module_utils.common._validate import IFNAMSIZ, NETNS_NAME_MAX  # noqa: F401
+
 MTU_MIN = 68  # IPv4 minimum; veth accepts 68..65535 (ETH_MAX_MTU)
 MTU_MAX = 65535
 QUEUES_MAX = 256
@@ -110,29 +111,19 @@ OPS = (
 
 
 def check_netns_name(name: Any, where: str = "namespace") -> str:
-    if not isinstance(name, str) or not name:
-        raise TopologyError(f"{where}: namespace name {name!r} must be a non-empty string")
-    if len(name.encode()) > NETNS_NAME_MAX:
-        raise TopologyError(
-            f"{where}: namespace name {name!r} is {len(name.encode())} bytes, longer than {NETNS_NAME_MAX}"
-        )
-    if "/" in name or ".." in name or "\0" in name or name.startswith("-") or any(c.isspace() for c in name):
-        raise TopologyError(
-            f"{where}: namespace name {name!r} must not contain '/', '..', NUL or whitespace, nor start with '-'"
-        )
-    return name
+    """The collection's one namespace-name rule (_validate.netns_name), as a TopologyError."""
+    try:
+        return _validate.netns_name(name, where)
+    except _validate.ValidationError as exc:
+        raise TopologyError(str(exc)) from None
 
 
 def check_ifname(name: Any, where: str) -> str:
-    if not isinstance(name, str) or not name:
-        raise TopologyError(f"{where}: interface name {name!r} must be a non-empty string")
-    if len(name.encode()) >= IFNAMSIZ:
-        raise TopologyError(
-            f"{where}: interface name {name!r} is {len(name.encode())} bytes, longer than {IFNAMSIZ - 1} (IFNAMSIZ)"
-        )
-    if "/" in name or ":" in name or "\0" in name or any(c.isspace() for c in name) or name in (".", ".."):
-        raise TopologyError(f"{where}: interface name {name!r} must not contain '/', ':', NUL or whitespace")
-    return name
+    """The collection's one interface-name rule (_validate.ifname), as a TopologyError."""
+    try:
+        return _validate.ifname(name, where)
+    except _validate.ValidationError as exc:
+        raise TopologyError(str(exc)) from None
 
 
 def check_cidr(value: Any, where: str) -> str:

@@ -17,9 +17,10 @@ import os
 import re
 from collections.abc import Callable
 
+from ansible_collections.xdplab.testbed.plugins.module_utils.common import _validate
+
 XDP_ACTIONS = ("aborted", "drop", "pass", "tx", "redirect")
 COUNTER_TYPES = ("xdp", "tc", "nft", "netdev")
-_NAME_RE = re.compile(r"^[A-Za-z0-9_.:-]{1,64}\Z")
 _STAT_RE = re.compile(r"^[a-z0-9_]{1,64}\Z")
 
 
@@ -36,10 +37,10 @@ def check_spec(spec: dict) -> dict:
         raise CounterError(f"counter type must be one of {', '.join(COUNTER_TYPES)}, got {kind!r}")
     out = dict(spec)
     if kind in ("xdp", "tc", "netdev"):
-        ifname = spec.get("interface")
-        bad = not isinstance(ifname, str) or not ifname or len(ifname.encode()) > 15
-        if bad or "/" in ifname or ifname in (".", ".."):
-            raise CounterError(f"counter interface must be a network interface name, got {ifname!r}")
+        try:
+            _validate.ifname(spec.get("interface"), "counter")
+        except _validate.ValidationError as exc:
+            raise CounterError(str(exc)) from None
     if kind in ("xdp", "tc"):
         action = out.setdefault("action", "all")
         if action != "all" and action not in XDP_ACTIONS:
@@ -50,9 +51,12 @@ def check_spec(spec: dict) -> dict:
             raise CounterError(f"counter stat must be a statistics file name like rx_packets, got {stat!r}")
     if kind == "nft":
         out.setdefault("family", "inet")
-        for key in ("family", "table", "counter"):
-            if not isinstance(out.get(key), str) or not _NAME_RE.match(out[key]):
-                raise CounterError(f"nft counter {key} must be a plain name, got {out.get(key)!r}")
+        try:
+            _validate.nft_family(out["family"], "nft counter")
+            for key in ("table", "counter"):
+                _validate.nft_name(out.get(key), key, "nft counter")
+        except _validate.ValidationError as exc:
+            raise CounterError(str(exc)) from None
     return out
 
 

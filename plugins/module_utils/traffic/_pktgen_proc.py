@@ -26,12 +26,12 @@ import threading
 import time
 from typing import Any, Protocol
 
+from ansible_collections.xdplab.testbed.plugins.module_utils.common import _validate
 from ansible_collections.xdplab.testbed.plugins.module_utils.traffic._output_parsers import ParseError, parse
 
 __all__ = ["PG_DIR", "PktgenError", "check_spec", "device_names", "commands", "Pktgen", "cpu_times", "cpu_share"]
 
 PG_DIR = "/proc/net/pktgen"
-_IFNAME = re.compile(r"^[A-Za-z0-9_.:-]{1,15}\Z")
 _MAC = re.compile(r"^[0-9a-fA-F]{2}(:[0-9a-fA-F]{2}){5}\Z")
 # Flags pktgen's "flag" command knows (net/core/pktgen.c pkt_flag_names + the NO_ forms it accepts).
 FLAGS = ("IPV6", "IPSRC_RND", "IPDST_RND", "TXSIZE_RND", "UDPSRC_RND", "UDPDST_RND", "UDPCSUM", "NO_TIMESTAMP",
@@ -88,11 +88,13 @@ def check_spec(spec: dict) -> dict:
     s = dict(DEFAULTS)
     s.update({k: v for k, v in spec.items() if v is not None})
     iface = s.get("interface")
-    if not isinstance(iface, str) or not _IFNAME.match(iface) or "@" in iface:
-        raise PktgenError(f"pktgen interface must be a network device name, got {iface!r}")
+    try:
+        _validate.ifname(iface)
+    except _validate.ValidationError as exc:
+        raise PktgenError(f"pktgen interface must be a network device name: {exc}") from None
     threads = s["threads"]
     if (not isinstance(threads, list) or not threads or len(set(threads)) != len(threads)
-            or any(isinstance(t, bool) or not isinstance(t, int) or t < 0 for t in threads)):
+            or any(isinstance(t, bool) or not isinstance(t, int) or not 0 <= t <= _validate.CPU_MAX for t in threads)):
         raise PktgenError(f"pktgen threads must be a non-empty list of distinct CPU numbers, got {threads!r}")
     _int(s, "count", 0)
     if s["duration"] is not None:
@@ -140,9 +142,14 @@ def check_spec(spec: dict) -> dict:
 def device_names(spec: dict) -> list[tuple[int, str]]:
     """(thread, pktgen device name): DEV for one thread, DEV@THREAD for several (as the samples do)."""
     threads = spec["threads"]
-    if len(threads) == 1:
-        return [(threads[0], spec["interface"])]
-    return [(t, f"{spec['interface']}@{t}") for t in threads]
+    names = [(threads[0], spec["interface"])] if len(threads) == 1 else [
+        (t, f"{spec['interface']}@{t}") for t in threads]
+    for _t, name in names:
+        try:
+            _validate.pktgen_device(name, "pktgen device")
+        except _validate.ValidationError as exc:
+            raise PktgenError(str(exc)) from None
+    return names
 
 
 def commands(spec: dict) -> list[tuple[str, str]]:

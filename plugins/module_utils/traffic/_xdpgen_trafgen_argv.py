@@ -19,6 +19,8 @@ import math
 import re
 from typing import Any
 
+from ansible_collections.xdplab.testbed.plugins.module_utils.common import _validate
+
 __all__ = [
     "GeneratorParamError",
     "PARAM_KEYS",
@@ -50,7 +52,6 @@ DEFAULTS: dict[str, Any] = {
     "src_ip": "198.18.0.1", "dst_ip": "198.18.0.2", "sport": 9, "dport": 9, "flows": 1,
 }
 
-_IFNAME = re.compile(r"^[^/\s:]{1,15}\Z")
 _MAC = re.compile(r"^[0-9a-fA-F]{2}(?::[0-9a-fA-F]{2}){5}\Z")
 
 
@@ -115,9 +116,10 @@ def normalize_params(params: dict[str, Any] | None, *, max_pkt_size: int = XDPGE
     iface = given.get("interface")
     if iface is None:
         raise GeneratorParamError("interface is required")
-    if not isinstance(iface, str) or not _IFNAME.match(iface) or iface in (".", ".."):
-        raise GeneratorParamError(f"interface must be a network interface name (1-15 characters, "
-                                  f"no '/', ':' or spaces), got {iface!r}")
+    try:
+        _validate.ifname(iface, "generator interface")
+    except _validate.ValidationError as exc:
+        raise GeneratorParamError(str(exc)) from None
     p["interface"] = iface
     if "pkt_size" in given:
         p["pkt_size"] = _int("pkt_size", given["pkt_size"], MIN_PKT_SIZE, max_pkt_size)

@@ -14,13 +14,15 @@ tuned_profile the active profile name.
 
 from __future__ import annotations
 
+import json
 import os
 import re
-import shlex
 import signal
 import struct
-import time
 from typing import Any
+
+from ansible_collections.xdplab.testbed.plugins.module_utils.common import _process_identity as _proc
+from ansible_collections.xdplab.testbed.plugins.module_utils.common import _validate
 
 # Netfilter module families unloaded by netfilter_unload (issue 5).
 NF_FAMILY_RE = re.compile(
@@ -29,7 +31,6 @@ NF_FAMILY_RE = re.compile(
     r"|arp_tables|nfnetlink\w*|nf_socket_\w+|nf_tproxy_\w+|nf_dup_\w+)$"
 )
 SMT_VALUES = ("on", "off", "forceoff")
-CMDLINE_KEYS_RE = re.compile(r"^[a-z][a-z0-9_.-]*\Z")
 
 
 class HostTuningError(ValueError):
@@ -165,56 +166,122 @@ def netfilter_unload_order(modules: dict[str, list[str]]) -> list[str]:
 
 
 # -- kernel command line through /etc/default/grub -----------------------------
+#
+# /etc/default/grub is sourced by /bin/sh (update-grub) and its GRUB_CMDLINE_LINUX ends up in grub.cfg,
+# which GRUB's own shell-like parser reads again. We edit the line only when its value is plain (no
+# quote, '$', '`' or '\\' inside: nothing either shell would expand), write values that are plain too
+# (_validate.cmdline_param), and keep the original line so a restore puts it back byte for byte.
 
-_GRUB_RE = re.compile(r'^(GRUB_CMDLINE_LINUX=)(["\']?)(.*?)\2[ \t]*$', re.MULTILINE)
+_GRUB_LINE_RE = re.compile(r"^[ \t]*GRUB_CMDLINE_LINUX=(.*)$", re.MULTILINE)
+_GRUB_VALUE_RE = re.compile(r"""^(?:"([^"$`\\']*)"|'([^"$`\\']*)'|([^\s"$`\\'#;&|<>()]*))([ \t]+#.*|[ \t]*)$""")
+
+
+def _grub_lines(text: str) -> list[re.Match]:
+    return list(_GRUB_LINE_RE.finditer(text))
+
+
+def grub_line(text: str) -> str | None:
+    """The GRUB_CMDLINE_LINUX line as it stands (without its newline), None when there is none.
+
+    Raises HostTuningError when there are several (the shell would take the last one, and an edit of
+    any one of them would not be what the kernel gets)."""
+    lines = _grub_lines(text)
+    if len(lines) > 1:
+        raise HostTuningError("kernel_cmdline: /etc/default/grub sets GRUB_CMDLINE_LINUX more than once: "
+                              "refusing to edit it")
+    return lines[0].group(0) if lines else None
+
+
+def _parse_grub_line(line: str) -> tuple[str, str]:
+    """(value, trailing comment with its leading blanks) of a plain GRUB_CMDLINE_LINUX line."""
+    rest = line.split("=", 1)[1]
+    m = _GRUB_VALUE_RE.match(rest)
+    if not m:
+        raise HostTuningError(f"kernel_cmdline: cannot safely edit {line!r} (quotes, '$', '`' or '\\' inside "
+                              "the value, or more than one word): edit it by hand")
+    value = next(g for g in m.groups()[:3] if g is not None)
+    return value, m.group(4)
 
 
 def grub_cmdline(text: str) -> str | None:
-    m = _GRUB_RE.search(text)
-    return m.group(3) if m else None
+    """The value of GRUB_CMDLINE_LINUX; None when there is no such line, or it is not plain."""
+    try:
+        line = grub_line(text)
+        return _parse_grub_line(line)[0] if line is not None else None
+    except HostTuningError:
+        return None
 
 
 def set_cmdline_params(cmdline: str, params: dict[str, Any]) -> str:
-    """Set (value) or remove (None/False) parameters in a kernel command line string; others kept in order."""
-    tokens = shlex.split(cmdline)
+    """Set (value) or remove (None/False) parameters in a kernel command line string; others kept in order.
+
+    Each parameter goes through _validate.cmdline_param: only values GRUB and /bin/sh take literally."""
+    rendered: dict[str, str | None] = {}
+    for key, value in params.items():
+        try:
+            rendered[key] = _validate.cmdline_param(key, value)
+        except _validate.ValidationError as exc:
+            raise HostTuningError(str(exc)) from None
     out = []
     seen = set()
-    for tok in tokens:
+    for tok in cmdline.split():
         key = tok.split("=", 1)[0]
-        if key in params:
+        if key in rendered:
             if key in seen:
                 continue
             seen.add(key)
-            value = params[key]
-            if value is None or value is False:
-                continue
-            out.append(key if value is True else f"{key}={value}")
+            if rendered[key] is not None:
+                out.append(rendered[key])
         else:
             out.append(tok)
-    for key, value in params.items():
-        if key not in seen and value is not None and value is not False:
-            out.append(key if value is True else f"{key}={value}")
+    for key, tok in rendered.items():
+        if key not in seen and tok is not None:
+            out.append(tok)
     return " ".join(out)
 
 
 def edit_grub(text: str, params: dict[str, Any]) -> tuple[str, str, str]:
-    """(new text, old cmdline, new cmdline) with params applied to GRUB_CMDLINE_LINUX (added when absent)."""
-    for key in params:
-        if not CMDLINE_KEYS_RE.match(str(key)):
-            raise HostTuningError(f"kernel_cmdline: {key!r} is not a kernel parameter name")
-    old = grub_cmdline(text)
-    new = set_cmdline_params(old or "", params)
-    line = f'GRUB_CMDLINE_LINUX="{new}"'
-    if old is None:
-        return text.rstrip("\n") + "\n" + line + "\n", "", new
-    return _GRUB_RE.sub(lambda m: line, text, count=1), old, new
+    """(new text, old cmdline, new cmdline) with params applied to GRUB_CMDLINE_LINUX (added when absent).
+
+    The original line is what grub_line(text) returned; keep it (grub_snapshot) to restore it exactly."""
+    line = grub_line(text)
+    old, comment = _parse_grub_line(line) if line is not None else ("", "")
+    new = set_cmdline_params(old, params)
+    if new == old:
+        return text, old, new
+    new_line = f'GRUB_CMDLINE_LINUX="{new}"{comment}'
+    if line is None:
+        return text.rstrip("\n") + "\n" + new_line + "\n", "", new
+    m = _grub_lines(text)[0]
+    return text[:m.start()] + new_line + text[m.end():], old, new
 
 
-def restore_grub(text: str, old_cmdline: str) -> str:
-    line = f'GRUB_CMDLINE_LINUX="{old_cmdline}"'
-    if grub_cmdline(text) is None:
-        return text.rstrip("\n") + "\n" + line + "\n"
-    return _GRUB_RE.sub(lambda m: line, text, count=1)
+def grub_snapshot(text: str) -> dict[str, str | None]:
+    """What restore_grub needs to put the file's GRUB_CMDLINE_LINUX back byte for byte."""
+    return {"line": grub_line(text)}
+
+
+def restore_grub(text: str, saved: dict[str, str | None] | str) -> str:
+    """``text`` with its GRUB_CMDLINE_LINUX line replaced by the saved original one (or removed when
+    there was none). ``saved`` is grub_snapshot() of the original; a plain string is an older snapshot's
+    cmdline value, written back double-quoted."""
+    if isinstance(saved, str):
+        if saved and not _GRUB_VALUE_RE.match(f'"{saved}"'):
+            raise HostTuningError(f"kernel_cmdline: the saved command line {saved!r} is not plain: restore by hand")
+        original: str | None = f'GRUB_CMDLINE_LINUX="{saved}"'
+    else:
+        original = saved.get("line")
+    lines = _grub_lines(text)
+    if len(lines) > 1:
+        raise HostTuningError("kernel_cmdline: /etc/default/grub sets GRUB_CMDLINE_LINUX more than once: "
+                              "refusing to restore it")
+    if not lines:
+        return text if original is None else text.rstrip("\n") + "\n" + original + "\n"
+    m = lines[0]
+    if original is None:  # we added the line: take it out with its newline
+        end = m.end() + 1 if text[m.end():m.end() + 1] == "\n" else m.end()
+        return text[:m.start()] + text[end:]
+    return text[:m.start()] + original + text[m.end():]
 
 
 # -- /dev/cpu_dma_latency holder ------------------------------------------------
@@ -273,44 +340,66 @@ def start_latency_holder(usecs: int, pidfile: str, root: str = "/") -> int:
     if not text.isdigit():
         raise HostTuningError(f"cpu_dma_latency: the holder could not open {dev}")
     holder = int(text)
-    tmp = pidfile + ".tmp"
-    with open(tmp, "w", encoding="ascii") as fh:
-        fh.write(f"{holder}\n")
-    os.replace(tmp, pidfile)
+    ident = _proc.identity(holder)
+    if ident is None:
+        raise HostTuningError(f"cpu_dma_latency: the holder (pid {holder}) exited at once")
+    write_pidfile(pidfile, ident)
     return holder
 
 
-def holder_pid(pidfile: str) -> int | None:
-    """Pid of a live holder recorded in pidfile, else None."""
+def write_pidfile(pidfile: str, ident: dict[str, Any]) -> None:
+    """The holder's identity (pid, start time, boot id) as JSON, 0600, written to a temp name and renamed."""
+    tmp = f"{pidfile}.{os.getpid()}.tmp"
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+    with os.fdopen(fd, "w", encoding="ascii") as fh:
+        json.dump(ident, fh)
+        fh.write("\n")
+    os.replace(tmp, pidfile)
+
+
+def read_pidfile(pidfile: str) -> dict[str, Any] | None:
+    """The recorded holder identity, None when there is no usable record (a bare pid, as older versions
+    wrote, cannot be told from a reused pid: it is never signalled)."""
     try:
-        with open(pidfile, encoding="ascii") as fh:
-            pid = int(fh.read().strip())
+        fd = os.open(pidfile, os.O_RDONLY | os.O_NOFOLLOW)
+        with os.fdopen(fd, encoding="ascii", errors="replace") as fh:
+            ident = json.loads(fh.read())
+        return _proc.check_identity(ident, "cpu_dma_latency holder")
     except (OSError, ValueError):
         return None
+
+
+def _holds_latency_device(pid: int, proc: str = "/proc") -> bool:
     try:
-        with open(f"/proc/{pid}/cmdline", "rb") as fh:
-            fh.read(1)
-        os.kill(pid, 0)
+        for fd in os.listdir(f"{proc}/{pid}/fd"):
+            if os.readlink(f"{proc}/{pid}/fd/{fd}") == "/dev/cpu_dma_latency":
+                return True
     except OSError:
+        return False
+    return False
+
+
+def holder_pid(pidfile: str) -> int | None:
+    """Pid of the live holder recorded in pidfile - same pid, start time and boot id, and holding
+    /dev/cpu_dma_latency open - else None."""
+    ident = read_pidfile(pidfile)
+    if ident is None or not _proc.same(ident) or not _holds_latency_device(ident["pid"]):
         return None
-    return pid
+    return ident["pid"]
 
 
 def stop_latency_holder(pidfile: str) -> bool:
-    pid = holder_pid(pidfile)
-    if pid is not None:
-        os.kill(pid, signal.SIGTERM)
-        for _ in range(50):
-            try:
-                os.kill(pid, 0)
-            except OSError:
-                break
-            time.sleep(0.02)
+    """SIGTERM the recorded holder if it is still that process (identity checked), then drop the pidfile.
+    A pidfile that survived a reboot, or names a pid now used by another process, signals nothing."""
+    ident = read_pidfile(pidfile)
+    stopped = False
+    if ident is not None and holder_pid(pidfile) is not None:
+        stopped = _proc.stop(ident, signal.SIGTERM, timeout=1.0) != "gone"
     try:
         os.unlink(pidfile)
     except FileNotFoundError:
         pass
-    return pid is not None
+    return stopped
 
 
 def read_sysctl(name: str, root: str = "/") -> str | None:

@@ -15,6 +15,8 @@ import os
 import re
 from typing import Any
 
+from ansible_collections.xdplab.testbed.plugins.module_utils.common import _validate
+
 # IRQ names of MSI vectors that are not data queues.
 _CONTROL_RE = re.compile(r"(config|misc|async|ctrl|control|adminq|admin|mbx|mailbox|fw|event|lsc|other|err)",
                          re.IGNORECASE)
@@ -26,27 +28,11 @@ class IrqError(ValueError):
 
 
 def parse_cpulist(text: str | int | list[int]) -> list[int]:
-    """'0-3,8,10-11' (or an int, or a list) -> sorted unique CPU numbers."""
-    if isinstance(text, bool):
-        raise IrqError(f"not a CPU list: {text!r}")
-    if isinstance(text, int):
-        return [text]
-    if isinstance(text, list):
-        return sorted({c for item in text for c in parse_cpulist(item)})
-    cpus: set[int] = set()
-    for part in str(text).strip().split(","):
-        part = part.strip()
-        if not part:
-            continue
-        m = re.fullmatch(r"(\d+)(?:-(\d+))?", part)
-        if not m:
-            raise IrqError(f"not a CPU list: {text!r}")
-        lo = int(m.group(1))
-        hi = int(m.group(2) or lo)
-        if hi < lo:
-            raise IrqError(f"not a CPU list: {text!r} ({part} is a reversed range)")
-        cpus.update(range(lo, hi + 1))
-    return sorted(cpus)
+    """'0-3,8,10-11' (or an int, or a list) -> sorted unique CPU numbers (_validate.cpulist, bounded)."""
+    try:
+        return _validate.cpulist(text)
+    except _validate.ValidationError as exc:
+        raise IrqError(str(exc)) from None
 
 
 def format_cpulist(cpus: list[int]) -> str:

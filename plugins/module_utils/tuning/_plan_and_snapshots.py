@@ -24,6 +24,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from ansible_collections.xdplab.testbed.plugins.module_utils.common._atomic_files import (
+    PrivateDirError,
+    check_private_dir,
+)
 from ansible_collections.xdplab.testbed.plugins.module_utils.tuning._nic_knobs import (
     BOOL_KEYS,
     FEATURE_ALIASES,
@@ -320,6 +324,14 @@ def safe_key(key: str) -> str:
     return key
 
 
+def _check_state_dir(path: str, create: bool = True) -> None:
+    """The snapshot directory: root's, not group/world-writable, not a symlink (as the ledger's)."""
+    try:
+        check_private_dir(path, "snapshot directory", create=create)
+    except PrivateDirError as exc:
+        raise TuningInputError(str(exc)) from None
+
+
 class SnapshotStore:
     """Snapshots as JSON files ``<state_dir>/<key>.json``.
 
@@ -339,8 +351,11 @@ class SnapshotStore:
 
     def load(self, key: str) -> dict[str, Any] | None:
         path = self.path(key)
+        if os.path.isdir(self.state_dir):
+            _check_state_dir(self.state_dir, create=False)
         try:
-            with open(path, encoding="utf-8") as fh:
+            fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
+            with os.fdopen(fd, encoding="utf-8") as fh:
                 data = json.load(fh)
         except FileNotFoundError:
             return None
@@ -374,7 +389,7 @@ class SnapshotStore:
                 "created": datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
                 "state": state,
             }
-        os.makedirs(self.state_dir, mode=0o700, exist_ok=True)
+        _check_state_dir(self.state_dir)
         fd, tmp = tempfile.mkstemp(prefix=f".{key}.", suffix=".tmp", dir=self.state_dir)
         try:
             with os.fdopen(fd, "w", encoding="utf-8") as fh:

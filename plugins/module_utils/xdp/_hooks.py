@@ -5,21 +5,16 @@ nftables drop table. Pure logic of the packet_hook module: names checked, rulese
 
 PRIVATE to the xdplab.testbed collection: not a public API, may change without notice.
 
-Every name that reaches an nftables ruleset or a tc command line is checked here first, against what
-the consumer can take, so a value can never add a statement, a rule or an option.
+Every name that reaches an nftables ruleset or a tc command line is checked first by the collection's
+validators (common._validate), so a value can never add a statement, a rule or an option.
 """
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 
-# nftables identifiers (table, chain, counter names): a letter, then letters, digits and '_'.
-_NFT_NAME = re.compile(r"[A-Za-z][A-Za-z0-9_]{0,63}\Z")
-# Interface names the kernel accepts (dev_valid_name): 1-15 bytes, no '/', ':', whitespace, not '.'
-# or '..'; '%' is refused too (a kernel name template such as veth%d is not an interface), and '"'
-# (it would close the nftables string).
-_IFNAME_BAD = re.compile(r'[/:\s%"\\\x00-\x1f\x7f]')
+from ansible_collections.xdplab.testbed.plugins.module_utils.common import _validate
+
 NFT_FAMILIES = ("inet", "netdev")
 NFT_HOOKS = ("prerouting", "ingress")
 # clsact's ingress parent, TC_H_MAKE(TC_H_CLSACT, TC_H_MIN_INGRESS).
@@ -31,20 +26,17 @@ class HookError(ValueError):
 
 
 def check_ifname(value: object) -> str:
-    if not isinstance(value, str):
-        raise HookError(f"interface must be a string, got {value!r}")
-    raw = value.encode("utf-8", "surrogateescape")
-    if not 1 <= len(raw) <= 15 or value in (".", "..") or _IFNAME_BAD.search(value) or value.startswith("-"):
-        raise HookError(f"interface {value!r} is not an interface name (1-15 bytes, no '/', ':', '%', '\"', "
-                        "whitespace or control characters, not '.' or '..', not starting with '-')")
-    return value
+    try:
+        return _validate.ifname(value)
+    except _validate.ValidationError as exc:
+        raise HookError(str(exc)) from None
 
 
 def check_nft_name(what: str, value: object) -> str:
-    if not isinstance(value, str) or not _NFT_NAME.match(value):
-        raise HookError(f"nftables {what} {value!r} must be a letter followed by letters, digits or '_' "
-                        "(at most 64)")
-    return value
+    try:
+        return _validate.nft_name(value, what)
+    except _validate.ValidationError as exc:
+        raise HookError(str(exc)) from None
 
 
 def nft_ruleset(table: str, counter: str, hook: str, interface: str) -> tuple[str, str]:

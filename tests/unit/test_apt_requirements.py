@@ -33,7 +33,7 @@ PACKAGES = {
     "patch": "patch", "qemu-system-x86_64": "qemu-system-x86", "systemctl": "systemd",
     "tar": "tar", "trafgen": "netsniff-ng", "tuned-adm": "tuned", "dpkg-query": "dpkg",
     "flex": "flex", "bison": "bison", "bc": "bc", "cpio": "cpio", "busybox": "busybox-static",
-    "pkg-config": "pkgconf", "xz": "xz-utils",
+    "pkg-config": "pkgconf", "xz": "xz-utils", "chromium": "chromium",
 }
 # Run by `make` on the kernel tree and by the kernel role's QEMU initramfs, not named in argv.
 INDIRECT = ("depmod", "flex", "bison", "bc", "cpio", "busybox", "pkg-config", "llvm-strip", "xz")

@@ -1,5 +1,6 @@
 # Copyright: xdplab.testbed contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
 """Action for xdplab.testbed.bench_run: generator on this host, DUT sampler on another, one record.
 
 The DUT sampler (xdplab.testbed.bench_sample) runs through the DUT host's own connection plugin and

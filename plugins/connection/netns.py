@@ -1,5 +1,6 @@
 # Copyright: (c) 2026, xdplab.testbed contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
 from __future__ import annotations
 
 # ruff: noqa: E402  (Ansible plugin layout: DOCUMENTATION before the imports)

@@ -1,5 +1,6 @@
 # Copyright: xdplab.testbed contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
 """Result record v1: building, naming and atomic writing. Private to the xdplab.testbed collection.
 
 The record format is a contract (DESIGN.md "Result record v1"); reading and validating records for

@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 # Copyright: xdplab.testbed contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
 """Run a planned pktgen sweep inside a (QEMU-booted) kernel and write one record v1 per point.
 
 Started by playbooks/pktgen_burst.yml through xdplab.testbed.qemu_exec, with the controller's root

@@ -23,7 +23,7 @@ import struct
 import time
 from typing import Any
 
-# Netfilter module families unloaded by netfilter_unload (issue 5).
+# Netfilter module families unloaded by netfilter_unload.
 NF_FAMILY_RE = re.compile(
     r"^(iptable_\w+|ip6table_\w+|nf_conntrack\w*|nft_\w+|nf_tables|nf_nat\w*|nf_defrag_\w+|nf_reject_\w+"
     r"|nf_log_\w+|nf_flow_table\w*|xt_\w+|ip_tables|ip6_tables|x_tables|ebtable_\w+|ebtables|arptable_\w+"

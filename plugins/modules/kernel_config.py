@@ -66,7 +66,7 @@ requirements:
 EXAMPLES = r"""
 - name: Tinyconfig plus the collection's VM, BPF/XDP and pktgen fragments
   xdplab.testbed.kernel_config:
-    src: /var/cache/xdplab/kernel/trees/patched
+    src: /var/cache/xdplab/kernel/variants/patched/src
     dest: /var/lib/xdplab/kernel/patched/config
     base: tinyconfig
     fragments:

@@ -72,7 +72,7 @@ requirements:
 EXAMPLES = r"""
 - name: Apply the project's fixture series to the Debian source tree
   xdplab.testbed.kernel_patch:
-    src: /var/cache/xdplab/kernel/trees/patched
+    src: /var/cache/xdplab/kernel/variants/patched/src
     patches:
       - path: "{{ playbook_dir }}/files/patches/fixture/0001-pktgen-show-an-xdplab-fixture-marker-in-pgctrl.patch"
       - path: "{{ playbook_dir }}/files/patches/fixture/0002-docs-pktgen-mention-the-xdplab-fixture-marker.patch"
@@ -120,7 +120,7 @@ state_file:
   description: Where the series record lives in the tree.
   returned: always
   type: str
-  sample: /var/cache/xdplab/kernel/trees/patched/.xdplab/series.json
+  sample: /var/cache/xdplab/kernel/variants/patched/src/.xdplab/series.json
 """
 
 import hashlib

@@ -130,14 +130,14 @@ notes:
 EXAMPLES = r"""
 - name: Run pktgen inside the guest kernel
   xdplab.testbed.qemu_exec:
-    kernel: /var/cache/xdplab/kernel/builds/patched/bzImage
+    kernel: /var/lib/xdplab/kernel/patched/bzImage
     command: cat /proc/net/pktgen/pgctrl
   register: guest
 
 - name: Run tests inside the guest from the checkout
   xdplab.testbed.qemu_exec:
     kernel: "{{ guest_kernel }}"
-    chdir: /work/main
+    chdir: /srv/xdplab-testbed
     command: .venv/bin/pytest -q tests/qemu
     timeout: 900
 """

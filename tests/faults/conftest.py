@@ -73,7 +73,7 @@ def nft_tables(netns: str | None = None) -> set[tuple[str, str]]:
 
 
 def our_ledger_entries() -> list[str]:
-    """Ledger entries of the xdplab-* test bed (other helpers' tests share the default ledger dir)."""
+    """Ledger entries of the xdplab-* test bed (other tests on the machine share the default ledger dir)."""
     out = []
     for name in listing(LEDGER):
         try:

@@ -1,5 +1,6 @@
 # Copyright: xdplab.testbed contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
 """nic_tuning, host_tuning and the tuning role on real veth pairs in a namespace this test creates
 (prefix h6<pid>). Settings are read back with the ethtool CLI and iproute2 (independent of the module's
 own netlink reader): apply, idempotence, check mode, restore exact, the unsupported paths of veth

@@ -1,5 +1,6 @@
 # Copyright: xdplab.testbed contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
 """Real XDP: files/xdp compiled with clang, attached with the xdp_prog module inside namespaces this
 test creates (h1<pid>...), packets sent with AF_PACKET, counters read through _bpf."""
 

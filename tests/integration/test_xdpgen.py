@@ -1,6 +1,7 @@
 # Copyright: xdplab.testbed contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""xdpgen for real (issue 2 item 5): built with its Makefile, run in a namespace this test creates
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""xdpgen for real: built with its Makefile, run in a namespace this test creates
 (h2t<pid>...), sending through a veth pair into files/xdp/xdp_drop (native) on the peer, whose
 xdplab_stats counter must agree with what xdpgen reports. Also: frame contents and flows captured
 behind xdp_pass, bad options (exit 2 naming the value), SIGINT, and no BPF program left behind."""

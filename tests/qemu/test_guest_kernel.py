@@ -1,7 +1,7 @@
 """Tests that run INSIDE a guest booted by xdplab.testbed.qemu_exec on a kernel the kernel role built.
 
 Driven from the host by tests/integration/test_kernel_qemu.py and molecule/kernel (verify), e.g.
-``qemu_exec: {chdir: /work/main, environment: {XDPLAB_EXPECT_PATCHED: "1"},
+``qemu_exec: {chdir: <checkout>, environment: {XDPLAB_EXPECT_PATCHED: "1"},
 command: ".venv/bin/pytest -q tests/qemu"}``. On the host itself they are skipped (not a guest);
 pytest.ini's testpaths do not include this directory.
 """

@@ -1,5 +1,6 @@
 # Copyright: xdplab.testbed contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
 """nic_tuning on netdevsim, INSIDE the QEMU-booted kernel (netdevsim is not in the host kernel).
 
 tests/qemu/test_netdevsim_runner.py boots the guest kernel with the collection's QEMU runner and runs

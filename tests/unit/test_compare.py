@@ -1,4 +1,4 @@
-"""Reading records back, matching, A/B in ns/packet, sweeps, noise (issue 3 items 3, 5, 7).
+"""Reading records back, matching, A/B in ns/packet, sweeps, noise.
 
 Records are built with the lead's record writer (module_utils/_record.py), so
 what is read here is what bench_run writes.

@@ -1,4 +1,4 @@
-"""Generator argv/config builders (plugins/module_utils/_generators.py), issue 2 item 5.
+"""Generator argv/config builders (plugins/module_utils/_generators.py).
 
 Cases are data: params in, the exact argv (or the error naming the bad value) out.
 The trafgen configuration is also checked by its frame layout: the byte count it

@@ -1,5 +1,6 @@
 # Copyright: xdplab.testbed contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
 """host_tuning's present/restored with a recorded run_command: the exact argv for netfilter unload
 (users first) and reload (reverse), the opt-in gates, the snapshot content, check mode, and the
 grub path — knobs this VM cannot exercise for real (no loadable modules, no grub)."""

@@ -1,5 +1,6 @@
 # Copyright: xdplab.testbed contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
 """_ethtool message classes (encoded and decoded through pyroute2, as the kernel's replies are),
 read_nic_raw's unsupported/no-device handling and nic_tuning's all-or-nothing apply against a mocked
 netlink object that fails midway."""

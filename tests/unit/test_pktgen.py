@@ -1,5 +1,6 @@
 # Copyright: xdplab.testbed contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
 """_pktgen against a fake /proc/net/pktgen tree: command planning, pgset result checks, refusals,
 duration runs stopped by 'stop', results parsed from real captured device files."""
 

@@ -1,5 +1,5 @@
 """Reports: cover-letter text (environment first), Markdown, CSV, PNG; atomic
-writes and no partial files on bad input (issue 3 items 4, 6, 7). The module
+writes and no partial files on bad input. The module
 tests run the real bench_report module through `ansible localhost -m`."""
 
 from __future__ import annotations

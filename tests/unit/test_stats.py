@@ -1,4 +1,4 @@
-"""Statistics (issue 3): record v1 summary, t quantiles, Welch, A/A helpers.
+"""Statistics: record v1 summary, t quantiles, Welch, A/A helpers.
 
 Reference t quantiles are the two-sided 95 % table values (e.g. NIST/SEMATECH
 e-Handbook table 1.3.6.7.2), reference summaries hand-computed below.

@@ -1,5 +1,6 @@
 # Copyright: xdplab.testbed contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
 """_tuning: request normalization, the NIC planner against raw reads shaped like the kernel's
 (netdevsim-like and veth-like), snapshots and the snapshot store."""
 

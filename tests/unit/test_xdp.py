@@ -1,5 +1,6 @@
 # Copyright: xdplab.testbed contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
 """module_utils/_xdp.py: ELF program listing, program selection, map entry encoding, attach plan;
 and the xdp_prog module's detach path with a mocked run_command."""
 

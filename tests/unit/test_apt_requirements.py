@@ -28,7 +28,7 @@ PACKAGES = {
     "dpdk-testpmd": "dpdk-dev", "ethtool": "ethtool", "git": "git", "ip": "iproute2", "tc": "iproute2",
     "iperf3": "iperf3", "sockperf": "sockperf", "make": "make", "gcc": "gcc", "modprobe": "kmod",
     "rmmod": "kmod", "depmod": "kmod", "mount": "mount", "umount": "mount", "nft": "nftables",
-    "nice": "coreutils", "nproc": "coreutils", "df": "coreutils", "sleep": "coreutils",
+    "nice": "coreutils", "nproc": "coreutils", "tail": "coreutils", "df": "coreutils", "sleep": "coreutils",
     "true": "coreutils", "timeout": "coreutils", "uname": "coreutils", "install": "coreutils",
     "patch": "patch", "qemu-system-x86_64": "qemu-system-x86", "systemctl": "systemd",
     "tar": "tar", "trafgen": "netsniff-ng", "tuned-adm": "tuned", "dpkg-query": "dpkg",

@@ -22,11 +22,11 @@ description:
   - C(png) draws one bar per scenario (Mpps and ns/packet with 95% intervals) for a run of one
     point per scenario, one line per scenario/variant against the swept param for sweeps, and one
     bar of delta ns/packet with its 95% interval per row for an A/B comparison (matplotlib, Agg backend).
-  - C(html) is one self-contained page (no external resources): warnings (n=1, short bursts,
+  - C(html) is one self-contained page (no external resources) with the warnings (n=1, short bursts,
     generator-bound figures, incomplete runs), the summary table, the plot as a data URI, the
     environment and, for A/B, the environment diff.
   - C(csv) carries the 95% intervals (pps and ns/packet; for A/B each side's ns/packet and the delta's).
-  - A comparison is written to its own directory: O(dest) inside one of the compared results
+  - A comparison is written to its own directory; O(dest) inside one of the compared results
     directories is refused, so a run's own report files are never overwritten.
   - The file is written to a temp name beside O(dest) and renamed; on any error nothing is left.
 options:

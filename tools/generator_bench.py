@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 # Copyright (c) xdplab.testbed contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
 """Generator benchmark: xdpgen vs a minimal live-frame generator vs trafgen on one veth pair.
 
 Run as root from the collection root:

@@ -193,8 +193,8 @@ class ActionModule(ActionBase):
 
     def _stop_server(self, args: dict, server: dict, task_vars: dict) -> dict:
         try:
-            return self._run_on_host(args["dut"], SERVER, {"state": "stopped", "pid": server["pid"],
-                                                            "log": server["log"]}, task_vars)
+            stop = {"state": "stopped", "pid": server["pid"], "log": server["log"]}
+            return self._run_on_host(args["dut"], SERVER, stop, task_vars)
         except Exception as exc:  # noqa: BLE001 - reported as this point's failure
             return {"failed": True, "msg": str(exc)}
 
@@ -356,5 +356,3 @@ class ActionModule(ActionBase):
             counters["dut_ethtool"] = sample.get("ethtool", {})
             counters["dut_cpu"] = sample.get("cpu", {})
         return reps, counters
-
-

@@ -268,7 +268,8 @@ def build_initramfs(busybox: str, init: str) -> bytes:
 _KVM_PROBE = """
 import ctypes, fcntl, mmap, os, struct
 kvm = os.open('/dev/kvm', os.O_RDWR | os.O_CLOEXEC)
-assert fcntl.ioctl(kvm, 0xAE00) == 12, 'KVM API version is not 12'
+if fcntl.ioctl(kvm, 0xAE00) != 12:
+    raise SystemExit('KVM API version is not 12')
 vm = fcntl.ioctl(kvm, 0xAE01, 0)
 mem = mmap.mmap(-1, 0x1000)
 mem.write(bytes([0xB0, 0x42, 0xE6, 0x10, 0xF4]))
@@ -289,7 +290,8 @@ for _ in range(4):
     seen.append(struct.unpack_from('<I', run, 8)[0])
     if seen[-1] == 5:
         break
-assert seen[-1] == 5 and 2 in seen, f'unexpected KVM exits {seen}'
+if seen[-1] != 5 or 2 not in seen:
+    raise SystemExit(f'unexpected KVM exits {seen}')
 """
 
 

@@ -63,9 +63,8 @@ def build(results: list[str], *, baseline_variant: str | None = None,
         report["rows"] = [_row_from_cmp(c) for c in report["comparisons"]]
     else:
         report["sweeps"] = sweep_tables(sets[0])
-        report["rows"] = [{k: row[k] for k in ("params", "pps", "ns_per_packet", "delta_prev_ns",
-                                                  "delta_base_ns", "n")} | {"scenario": t["scenario"],
-                                                                          "variant": t["variant"]}
+        keys = ("params", "pps", "ns_per_packet", "delta_prev_ns", "delta_base_ns", "n")
+        report["rows"] = [{k: row[k] for k in keys} | {"scenario": t["scenario"], "variant": t["variant"]}
                           for t in report["sweeps"] for row in t["rows"]]
     return report
 

@@ -260,4 +260,3 @@ def _changed_tasks(text: str) -> set[str]:
         elif line.startswith("changed:") and task:
             out.add(task)
     return out
-

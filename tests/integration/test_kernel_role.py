@@ -37,8 +37,9 @@ def play(tmp_path: Path, base: Path, **role_vars) -> tuple[int, str]:
                                    "roles": [{"role": "xdplab.testbed.kernel", "vars": vars_}]}]))
     cp = subprocess.run([str(PLAYBOOK), "-i", "localhost,", "-c", "local", "-e",
                          "ansible_python_interpreter={{ ansible_playbook_python }}", str(pb)],
-                        capture_output=True, text=True, cwd=REPO, env={**os.environ, "ANSIBLE_NOCOLOR": "1",
-                                       "ANSIBLE_STDOUT_CALLBACK": "ansible.builtin.default"})
+                        capture_output=True, text=True, cwd=REPO,
+                        env={**os.environ, "ANSIBLE_NOCOLOR": "1",
+                             "ANSIBLE_STDOUT_CALLBACK": "ansible.builtin.default"})
     return cp.returncode, cp.stdout + cp.stderr
 
 

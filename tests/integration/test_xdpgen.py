@@ -152,6 +152,7 @@ def test_xdpgen_count_split_over_two_threads(drop_pair):
     # live-frame path also loses the odd redirect bulk (16 frames) before the veth sees it, counted
     # nowhere (seen in CI: 16 of 300001), so the veth's account may fall short by a few bulks.
     # The last frames may still sit in the peer's ring when xdpgen exits: wait for the counts to settle.
+
     def counts() -> tuple[int, int, int]:
         xmit, errors = _veth_xmit(drop_pair)
         return drop_pair.counter(1) - before, xmit - xmit_before, errors - errors_before

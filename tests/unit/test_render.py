@@ -187,8 +187,8 @@ def test_html_ab_env_diff(ab_runs):
     assert '<tr class="row faster">' in page and '<tr class="row slower">' in page
     assert "A/B: base (baseline) vs cand (candidate)" in page
     assert 'id="envdiff"' not in page  # same environment on both sides
-    page2 = _render_html.render_html({**rep, "environment_diff": [{"key": "kernel", "baseline": "6.1.0",
-                                                                    "candidate": "6.1.0-patched"}]})
+    diff = [{"key": "kernel", "baseline": "6.1.0", "candidate": "6.1.0-patched"}]
+    page2 = _render_html.render_html({**rep, "environment_diff": diff})
     assert 'id="envdiff"' in page2 and "6.1.0-patched" in page2
 
 

@@ -83,6 +83,7 @@ lint:
 # tools/get_pip_offline.py (ensurepip, then pip install) is placed in its cache.
 ANSIBLE_TEST_CACHE := $(HOME)/.ansible/test/cache
 SANITY_TREE := build/sanity/ansible_collections/xdplab/testbed
+# SANITY_ARGS: e.g. '--test pylint' to run one test.
 SANITY_PYTHON := $(shell $(PYTHON) -c 'import sys; print("%d.%d" % sys.version_info[:2])')
 sanity: venv-test
 	@pip_version=$$($(BIN)/python -c 'import pathlib, re, ansible_test; \
@@ -93,7 +94,7 @@ sanity: venv-test
 	rm -rf $(SANITY_TREE) && mkdir -p $(SANITY_TREE)
 	git ls-files -z --cached --others --exclude-standard | xargs -0 -I{} sh -c '[ -e "{}" ] && printf "%s\0" "{}"' \
 	    | tar --null -T - -cf - | tar -xf - -C $(SANITY_TREE)
-	cd $(SANITY_TREE) && git init -q && git add -A && $(CURDIR)/$(BIN)/ansible-test sanity --venv --python $(SANITY_PYTHON) --color no
+	cd $(SANITY_TREE) && git init -q && git add -A && $(CURDIR)/$(BIN)/ansible-test sanity --venv --python $(SANITY_PYTHON) --color no $(SANITY_ARGS)
 
 molecule:
 	cd $(CURDIR) && $(BIN)/molecule test --all

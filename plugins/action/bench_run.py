@@ -138,7 +138,7 @@ class ActionModule(ActionBase):
     def run(self, tmp: Any = None, task_vars: dict | None = None) -> dict:
         task_vars = task_vars or {}
         result = super().run(tmp, task_vars)
-        _, args = self.validate_argument_spec(argument_spec=ACTION_SPEC, required_if=ACTION_REQUIRED_IF)
+        _dummy, args = self.validate_argument_spec(argument_spec=ACTION_SPEC, required_if=ACTION_REQUIRED_IF)
         args = {k: v for k, v in args.items() if v is not None}
         if self._task.check_mode:
             return dict(result, skipped=True, msg="bench_run sends traffic: not run in check mode")

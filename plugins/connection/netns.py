@@ -18,7 +18,8 @@ description:
     C(xdplab.testbed.testbed) role create them); otherwise the host is reported unreachable with a
     message naming the namespace.
   - Needs root (or CAP_SYS_ADMIN) on the controller, like C(ip netns exec) itself.
-author: xdplab.testbed contributors
+author:
+  - xdplab.testbed contributors (!UNKNOWN)
 version_added: 0.1.0
 options:
   netns:

@@ -96,7 +96,7 @@ def parse_cpu_list(text: str) -> list[int]:
     if not text:
         return out
     for part in text.split(","):
-        lo, _, hi = part.partition("-")
+        lo, _dummy, hi = part.partition("-")
         try:
             a, b = int(lo), int(hi) if hi else int(lo)
         except ValueError:

@@ -133,7 +133,7 @@ ORDER = {"qemu": 0, "xdp": 1, "tc": 2, "nft": 3, "tuning": 4, "netns": 5}
 
 def teardown_plan(items: list[tuple[str, dict]]) -> list[tuple[str, dict]]:
     """Entries in removal order; objects inside a namespace that is itself listed are left to the namespace."""
-    doomed = {e["key"]["name"] for _, e in items if e["kind"] == "netns"}
+    doomed = {e["key"]["name"] for _dummy, e in items if e["kind"] == "netns"}
     plan = [(p, e) for p, e in items if not (e.get("netns") in doomed and e["kind"] in ("xdp", "tc", "nft"))]
     skipped = [(p, e) for p, e in items if (p, e) not in plan]
     return sorted(plan, key=lambda pe: (ORDER[pe[1]["kind"]], pe[0])) + skipped
@@ -218,7 +218,7 @@ def acquire(path: str, pid: int, host: str | None = None, run_id: str | None = N
     os.makedirs(os.path.dirname(path), mode=0o755, exist_ok=True)
     me = {"pid": pid, "pid_start": pid_start_time(pid, proc) if host == socket.gethostname() else None,
           "host": host, "run_id": run_id, "since": _now()}
-    for _ in range(3):
+    for _dummy in range(3):
         try:
             fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
         except FileExistsError:

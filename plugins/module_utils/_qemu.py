@@ -308,7 +308,7 @@ def probe_kvm(timeout: float = 3.0) -> tuple[bool, str]:
     except OSError as exc:
         return False, f"cannot start KVM probe: {exc}"
     try:
-        _, err = proc.communicate(timeout=timeout)
+        _dummy, err = proc.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:
         _kill_group(proc)
         return False, f"KVM probe did not answer within {timeout}s (hung /dev/kvm)"

@@ -12,6 +12,7 @@ from __future__ import annotations
 import datetime as _dt
 import hashlib
 import json
+import math
 import os
 import re
 import secrets
@@ -68,7 +69,7 @@ def build_record(
     if not samples:
         raise ValueError(f"scenario {scenario!r}: no samples, nothing to record")
     for s in samples:
-        if not isinstance(s, (int, float)) or s != s or s < 0:
+        if not isinstance(s, (int, float)) or math.isnan(s) or s < 0:
             raise ValueError(f"scenario {scenario!r}: invalid sample {s!r} (packets/s must be a number >= 0)")
     pkt_size = params.get("pkt_size")
     try:

@@ -60,31 +60,31 @@ def warnings(report: dict) -> list[str]:
     if report.get("incomplete"):
         out.append("Records from incomplete runs are included: " + ", ".join(report["incomplete"]))
     if "comparisons" in report:
-        items = [(f"{c['scenario']} {_params(c['params'])}", c["params"],
-                  min(c["baseline"]["n"], c["candidate"]["n"]),
-                  [c["baseline"].get("record"), c["candidate"].get("record")], c.get("warnings"))
+        items = [{"name": f"{c['scenario']} {_params(c['params'])}", "params": c["params"],
+                  "n": min(c["baseline"]["n"], c["candidate"]["n"]),
+                  "records": [c["baseline"].get("record"), c["candidate"].get("record")],
+                  "warnings": c.get("warnings")}
                  for c in report["comparisons"]]
     else:
-        items = [(f"{t['scenario']}/{t['variant']} {_params(r['params'])}", r["params"], r["n"], [r.get("record")],
-                  r.get("warnings"))
+        items = [{"name": f"{t['scenario']}/{t['variant']} {_params(r['params'])}", "params": r["params"], "n": r["n"],
+                  "records": [r.get("record")], "warnings": r.get("warnings")}
                  for t in report.get("sweeps") or [] for r in t["rows"]]
-    n1 = [name for name, _, n, _, _ in items if n < 2]
+    n1 = [i["name"] for i in items if i["n"] < 2]
     if n1:
         out.append(f"n=1, no interval: {', '.join(n1)}. One repetition cannot show its own noise; "
                    "repeat (3 or more) before comparing.")
-    short = sorted({d for _, p, _, _, _ in items if (d := _duration(p)) is not None and d < SHORT_BURST_S})
+    short = sorted({d for i in items if (d := _duration(i["params"])) is not None and d < SHORT_BURST_S})
     if short:
         out.append(f"Short bursts: {', '.join(f'{d:g} s' for d in short)} per repetition (under "
                    f"{SHORT_BURST_S:g} s); start-up, caches and interrupt moderation weigh in. "
                    "Use longer repetitions for numbers to publish.")
-    gen = sorted({name for name, _, _, paths, _ in items
-                  if any((meta.get(p) or {}).get("bound") == "generator-bound" for p in paths if p)})
+    gen = sorted({i["name"] for i in items
+                  if any((meta.get(p) or {}).get("bound") == "generator-bound" for p in i["records"] if p)})
     if gen:
         out.append(f"Generator-bound: {', '.join(gen)}. The DUT counted everything the generator sent, "
                    "so the figure is the generator's rate, a lower bound of what the DUT can do.")
-    for name, _, _, _, extra in items:
-        for w in extra or []:
-            out.append(f"{name}: {w}")
+    for i in items:
+        out += [f"{i['name']}: {w}" for w in i["warnings"] or []]
     return out
 
 

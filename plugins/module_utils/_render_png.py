@@ -121,7 +121,7 @@ def _sweeps(axes: tuple, tables: list[dict], xkey: str) -> None:
     ticklabels = None
     lo1, hi1, lo2, hi2 = [], [], [], []
     for t in tables:
-        xs, labels, _ = _x_values(t)
+        xs, labels, _dummy = _x_values(t)
         ticklabels = labels or ticklabels
         label = f"{t['scenario']}/{t['variant']}"
         mpps = [r["pps"] / 1e6 for r in t["rows"]]

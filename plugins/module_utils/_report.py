@@ -58,7 +58,7 @@ def build(results: list[str], *, baseline_variant: str | None = None,
                                  cand_where=results[-1])
         report["comparisons"] = [compare_records(b, c) for b, c in pairs]
         report["unmatched"] = unmatched
-        report["candidate_environment"] = _first_env([c for _, c in pairs])
+        report["candidate_environment"] = _first_env([c for _dummy, c in pairs])
         report["environment_diff"] = report["comparisons"][0]["environment_diff"]
         report["rows"] = [_row_from_cmp(c) for c in report["comparisons"]]
     else:

@@ -50,8 +50,8 @@ def expand(matrix: dict[str, Any] | None) -> list[dict]:
         if len({json.dumps(v, sort_keys=True) for v in vals}) != len(vals):
             raise SweepError(f"matrix parameter {key!r} repeats a value: {vals!r}")
         axes.append((key, vals))
-    return [dict(zip([k for k, _ in axes], combo, strict=True))
-            for combo in itertools.product(*[v for _, v in axes])]
+    return [dict(zip([k for k, _dummy in axes], combo, strict=True))
+            for combo in itertools.product(*[v for _dummy, v in axes])]
 
 
 def _variants(variants: Any) -> list[dict]:

@@ -301,7 +301,7 @@ def stop_latency_holder(pidfile: str) -> bool:
     pid = holder_pid(pidfile)
     if pid is not None:
         os.kill(pid, signal.SIGTERM)
-        for _ in range(50):
+        for _dummy in range(50):
             try:
                 os.kill(pid, 0)
             except OSError:

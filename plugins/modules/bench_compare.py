@@ -49,9 +49,9 @@ attributes:
     description: Reads only.
   diff_mode:
     support: none
+    description: Returns no diff.
 author:
-  - xdplab.testbed contributors
-"""
+  - xdplab.testbed contributors (!UNKNOWN)"""
 
 EXAMPLES = r"""
 - name: Patched kernel against baseline, same results directory

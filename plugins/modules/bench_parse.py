@@ -39,9 +39,9 @@ attributes:
     description: Pure computation; runs the same in check mode.
   diff_mode:
     support: none
+    description: Returns no diff.
 author:
-  - xdplab.testbed contributors
-"""
+  - xdplab.testbed contributors (!UNKNOWN)"""
 
 EXAMPLES = r"""
 - name: Parse an xdpgen run

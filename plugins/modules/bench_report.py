@@ -62,9 +62,9 @@ attributes:
     description: Builds the report and returns rows, writes nothing.
   diff_mode:
     support: none
+    description: Returns no diff.
 author:
-  - xdplab.testbed contributors
-"""
+  - xdplab.testbed contributors (!UNKNOWN)"""
 
 EXAMPLES = r"""
 - name: Cover letter text of a run
@@ -122,7 +122,7 @@ from ansible_collections.xdplab.testbed.plugins.module_utils._records_io import 
 from ansible_collections.xdplab.testbed.plugins.module_utils._stats import StatsError
 
 try:
-    import matplotlib  # noqa: F401
+    import matplotlib  # noqa: F401  # pylint: disable=unused-import
 
     HAS_MPL = True
     MPL_ERR = None

@@ -21,7 +21,8 @@ description:
     (loss above 1%).
   - Returns a result record v1 (see DESIGN.md) and, with O(results_dir), writes it atomically on the
     controller.
-author: xdplab.testbed developers
+author:
+  - xdplab.testbed developers (!UNKNOWN)
 options:
   tool:
     description:
@@ -29,7 +30,7 @@ options:
         trafgen (its configuration rendered from O(params)); C(command) runs O(command) as is and parses
         its output as O(parse_as).
       - C(xskgen) is the collection's AF_XDP TX generator and C(udpgen) its UDP socket sender (files/xsk);
-        C(sockperf) runs C(sockperf tp) or C(pp) (O(params.mode)) and C(iperf3) a UDP client, both against
+        C(sockperf) runs C(sockperf tp) or C(pp) (C(mode) in O(params)) and C(iperf3) a UDP client, both against
         a server the action starts on the DUT (O(server)); C(testpmd) is DPDK's testpmd in txonly mode on
         a C(net_af_xdp) vdev, where DPDK is installed.
     type: str
@@ -136,11 +137,14 @@ attributes:
   check_mode:
     support: none
     details: Sending traffic is the whole point; check mode is refused.
+    description: Cannot run in check_mode; the module acts.
   diff_mode:
     support: none
+    description: Returns no diff.
   action:
     support: full
     details: The action plugin runs the DUT sampler and writes the record on the controller.
+    description: Runs through an action plugin of the same name on the controller.
 """
 
 EXAMPLES = r"""
@@ -201,7 +205,7 @@ import time
 import traceback
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.xdplab.testbed.plugins.module_utils._benchspec import GENERATOR_REQUIRED_IF, GENERATOR_SPEC
+from ansible_collections.xdplab.testbed.plugins.module_utils._benchspec import ACTION_SPEC, GENERATOR_REQUIRED_IF
 from ansible_collections.xdplab.testbed.plugins.module_utils._counters import cpu_shares, read_proc_stat
 from ansible_collections.xdplab.testbed.plugins.module_utils._generators import (
     GeneratorParamError,
@@ -329,7 +333,8 @@ def run_once(module: AnsibleModule, argv: list[str], parser: str, timeout: float
 
 def main() -> None:
     module = AnsibleModule(
-        argument_spec=GENERATOR_SPEC,
+        # The action's options too (it passes only the generator's): one spec, as documented.
+        argument_spec=ACTION_SPEC,
         required_if=GENERATOR_REQUIRED_IF,
         supports_check_mode=False,
     )

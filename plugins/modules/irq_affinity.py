@@ -16,12 +16,15 @@ description:
     C(/proc/irq/N/smp_affinity_list) by strategy.
   - Snapshots the previous affinities (and whether irqbalance ran) before the first change;
     I(state=restored) writes them back and starts irqbalance again if it had been stopped.
-author: xdplab.testbed contributors
+author:
+  - xdplab.testbed contributors (!UNKNOWN)
 attributes:
   check_mode:
     support: full
+    description: Can run in check_mode and return changed status prediction without modifying target.
   diff_mode:
     support: full
+    description: Will return details on what has changed (or possibly needs changing in check_mode), when in diff mode.
 options:
   interface:
     description: Interface name.

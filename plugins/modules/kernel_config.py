@@ -18,7 +18,8 @@ description:
   - Writes O(dest) only when the result differs from what is there (idempotent), and returns a build key hashing
     the final config with O(key_inputs).
 version_added: "0.1.0"
-author: xdplab.testbed contributors
+author:
+  - xdplab.testbed contributors (!UNKNOWN)
 options:
   src:
     description: Kernel source tree.
@@ -140,7 +141,7 @@ def main() -> None:
             base_file=dict(type="path"),
             fragments=dict(type="list", elements="path", default=[]),
             options=dict(type="dict", default={}),
-            key_inputs=dict(type="list", elements="str", default=[]),
+            key_inputs=dict(type="list", elements="str", default=[], no_log=False),
         ),
         required_if=[("base", "file", ["base_file"])],
         supports_check_mode=True,

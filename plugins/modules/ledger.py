@@ -19,7 +19,8 @@ description:
     (processes, XDP, tc, nftables, then namespaces; objects inside a listed namespace go with it), then
     the entries. Only what the ledger names is touched. Tuning entries are left for the tuning role
     (C(tuning_state=restored)), which owns the restore; they are returned in RV(pending).
-author: xdplab.testbed developers
+author:
+  - xdplab.testbed developers (!UNKNOWN)
 options:
   state:
     description:
@@ -55,8 +56,10 @@ options:
 attributes:
   check_mode:
     support: full
+    description: Can run in check_mode and return changed status prediction without modifying target.
   diff_mode:
     support: none
+    description: Returns no diff.
 """
 
 EXAMPLES = r"""
@@ -145,7 +148,7 @@ class Cleaner:
             return  # its namespace, and the object with it, is already gone
         if kind == "netns":
             if self.netns_exists(key["name"]):
-                rc, out, _ = self.module.run_command([self.ip, "netns", "pids", key["name"]])
+                rc, out, _dummy = self.module.run_command([self.ip, "netns", "pids", key["name"]])
                 for pid in out.split() if rc == 0 else []:
                     try:
                         os.kill(int(pid), signal.SIGKILL)
@@ -227,7 +230,7 @@ def main() -> None:
     except Exception as exc:  # noqa: BLE001 - one top-level handler, reported with traceback
         module.fail_json(msg=f"ledger {p['state']}: {exc}", exception=traceback.format_exc(), removed=removed)
     try:
-        current = [e for _, e in entries(p["dir"])]
+        current = [e for _dummy, e in entries(p["dir"])]
     except LedgerError as exc:
         module.fail_json(msg=str(exc))
     module.exit_json(changed=changed, entries=current, removed=removed, pending=pending, kept=kept, **result)

@@ -19,15 +19,18 @@ description:
   - With I(state=present) the state of the interface is saved to a snapshot file before the first change.
     A later call never replaces that snapshot until I(state=restored) has put it back and removed it.
   - Works in the current network namespace (use the C(xdplab.testbed.netns) connection for namespaces).
-author: xdplab.testbed contributors
+author:
+  - xdplab.testbed contributors (!UNKNOWN)
 requirements:
   - pyroute2 >= 0.9
   - Linux with CONFIG_ETHTOOL_NETLINK (5.6 or later)
 attributes:
   check_mode:
     support: full
+    description: Can run in check_mode and return changed status prediction without modifying target.
   diff_mode:
     support: full
+    description: Will return details on what has changed (or possibly needs changing in check_mode), when in diff mode.
 options:
   interface:
     description: Interface name.

@@ -18,7 +18,8 @@ description:
   - The guest is killed at O(timeout); no QEMU process outlives the task.
   - This is the test host for features the controller's kernel lacks (pktgen, netdevsim).
 version_added: "0.1.0"
-author: xdplab.testbed contributors
+author:
+  - xdplab.testbed contributors (!UNKNOWN)
 options:
   kernel:
     description: Path of the bzImage to boot.
@@ -110,7 +111,8 @@ options:
     description:
       - State ledger the QEMU process is recorded in while it runs (pid, a hash of its command line,
         and this module's pid). If the module is killed, C(playbooks/teardown.yml) or the next bench run
-        (C(xdplab.testbed.ledger) O(state=cleaned)) kills the orphaned guest; a live guest is left alone.
+        (M(xdplab.testbed.ledger) with O(xdplab.testbed.ledger#module:state=cleaned)) kills the orphaned
+        guest; a live guest is left alone.
     type: path
     default: /var/lib/xdplab/ledger
 attributes:
@@ -119,6 +121,7 @@ attributes:
     description: Running a command in a guest cannot be predicted; the module always runs.
   diff_mode:
     support: none
+    description: Returns no diff.
 requirements:
   - qemu-system-x86 (Debian package)
   - busybox-static (Debian package)

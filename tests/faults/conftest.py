@@ -240,7 +240,7 @@ def leftovers(before: dict) -> list[str]:
         extra = now[key] - before[key]
         if extra:
             out.append(f"host {key} {sorted(map(str, extra))}")
-    tables = {t for t in now["nft"] - before["nft"]} | {t for t in now["nft"] if t[1] == NFT_TABLE}
+    tables = set(now["nft"] - before["nft"]) | {t for t in now["nft"] if t[1] == NFT_TABLE}
     if tables:
         out.append(f"nftables tables {sorted(tables)}")
     mine = our_ledger_entries()
@@ -251,7 +251,7 @@ def leftovers(before: dict) -> list[str]:
     holder = read_lock(LOCK)
     if holder is not None:
         out.append(f"run lock still held: {holder.describe()}")
-    procs = [p for p in xdpgen_orphans()]
+    procs = list(xdpgen_orphans())
     if procs:
         out.append(f"xdpgen processes of ours still running: {procs}")
     return out

@@ -161,7 +161,7 @@ def test_playbook_killed_while_a_guest_runs(tmp_path, guest_kernel, rundir):
     before = set(qemu_pids())
     live = run(tmp_path, "killed", tasks=[qemu_task(rundir, "sleep 600", 900)])
     try:
-        entry = wait_until(lambda: qemu_ledger_entries(), 120, "the guest's ledger entry", live.proc)[0]
+        entry = wait_until(qemu_ledger_entries, 120, "the guest's ledger entry", live.proc)[0]
         guest = entry["key"]["pid"]
         assert guest in qemu_pids(), f"the ledger names pid {guest}, which is not a running QEMU"
         assert live.pid in ancestors(entry["key"]["owner"]), "the entry's owner is not the playbook's module process"

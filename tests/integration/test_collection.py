@@ -74,7 +74,7 @@ def installed_env(tmp: Path, colls: Path) -> dict:
 
 
 def test_tarball_holds_the_collection_and_no_build_junk(installed):
-    _, colls = installed
+    _dummy, colls = installed
     base = colls / "ansible_collections" / "xdplab" / "testbed"
     manifest = json.loads((base / "MANIFEST.json").read_text())
     assert manifest["collection_info"]["namespace"] == "xdplab"

@@ -56,12 +56,12 @@ def test_html_report_in_headless_chromium(page, tmp_path):
     not_white = (img < 0.95).any(axis=2).mean()
     assert not_white > 0.03, f"screenshot is (nearly) blank: {not_white:.3%} of pixels drawn"
     # The plot's bar colour is on screen: the data: URI image was decoded and laid out.
-    bar = np.array([int(_render_png.BARS[i:i + 2], 16) / 255 for i in (1, 3, 5)])
-    bar_pixels = (np.abs(img - bar) < 0.02).all(axis=2).sum()
+    bar_rgb = np.array([int(_render_png.BARS[i:i + 2], 16) / 255 for i in (1, 3, 5)])
+    bar_pixels = (np.abs(img - bar_rgb) < 0.02).all(axis=2).sum()
     assert bar_pixels > 2000, f"the plot's bars are not on the screenshot ({bar_pixels} pixels)"
 
     dom = chromium("--dump-dom", page.as_uri(), profile=tmp_path / "profile2").stdout
     assert dom.count('<tr class="row">') == len(SCENARIOS)
-    for scen, _ in SCENARIOS:
+    for scen, _dummy in SCENARIOS:
         assert f"<td>{scen}</td>" in dom
     assert 'id="warnings"' in dom and "Short bursts: 2 s per repetition" in dom

@@ -134,7 +134,7 @@ def _veth_xmit(pair: Pair) -> tuple[int, int]:
     """(frames the sending veth put on the peer's ring, frames it could not: the ring was full), from
     ethtool -S over all queues."""
     out = sh("ip", "netns", "exec", pair.gns, "ethtool", "-S", pair.gif).stdout
-    stats = {k: int(v) for k, _, v in (line.strip().partition(": ") for line in out.splitlines()) if v.isdigit()}
+    stats = {k: int(v) for k, _dummy, v in (line.strip().partition(": ") for line in out.splitlines()) if v.isdigit()}
     return (sum(v for k, v in stats.items() if k.endswith("xdp_xmit")),
             sum(v for k, v in stats.items() if k.endswith("xdp_xmit_errors")))
 
@@ -211,7 +211,7 @@ def test_xdpgen_leaves_no_program_behind(drop_pair):
     assert proc.returncode == 0, err
     # The program (and its generic attachment to the private namespace's lo) goes with the process;
     # namespace teardown is asynchronous, so allow it a moment.
-    for _ in range(50):
+    for _dummy in range(50):
         left = [i for i in ids if sh("bpftool", "prog", "show", "id", str(i), check=False).returncode == 0]
         if not left:
             break
@@ -302,7 +302,7 @@ BAD = [
 ]
 
 
-@pytest.mark.parametrize("args,needle", BAD, ids=[n for _, n in BAD])
+@pytest.mark.parametrize("args,needle", BAD, ids=[n for _dummy, n in BAD])
 def test_xdpgen_bad_option_exit_2_naming_value(drop_pair, args, needle):
     proc = drop_pair.run("-i", drop_pair.gif, *args)
     assert proc.returncode == 2, (proc.returncode, proc.stderr)

@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 """Run kernel pktgen inside a QEMU guest and write a result record v1.
 
 Runs INSIDE a guest booted by xdplab.testbed.qemu_exec (host root shared read-only), e.g.:

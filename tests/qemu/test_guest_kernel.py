@@ -70,7 +70,7 @@ def test_netdevsim_device_with_ethtool():
     (bus / "new_device").write_text("515 1\n")
     try:
         netdir = None
-        for _ in range(50):
+        for _dummy in range(50):
             nets = list((bus / "devices" / "netdevsim515" / "net").glob("*")) if (
                 bus / "devices" / "netdevsim515" / "net").exists() else []
             if nets:

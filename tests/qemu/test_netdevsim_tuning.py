@@ -77,7 +77,7 @@ def nsim(tmp_path):
     (bus / "new_device").write_text(f"{NSIM_ID} 1 {QUEUES}")
     try:
         net = bus / "devices" / f"netdevsim{NSIM_ID}"
-        for _ in range(100):
+        for _dummy in range(100):
             names = list(net.glob("net/*"))
             if names:
                 break
@@ -166,7 +166,7 @@ def test_netdevsim_private_flags_unsupported_path(nsim):
 
 def test_netdevsim_readback_matches_envfacts_reader(nsim):
     """The verify read-back and the fingerprint's ethtool part are the same function."""
-    ifname, _ = nsim
+    ifname, _dummy = nsim
     sys.path.insert(0, str(ROOT / ".collections"))
     from ansible_collections.xdplab.testbed.plugins.module_utils import _ethtool
 

@@ -83,7 +83,7 @@ BAD = [
 ]
 
 
-@pytest.mark.parametrize("params,msg", BAD, ids=[m for _, m in BAD])
+@pytest.mark.parametrize("params,msg", BAD, ids=[m for _dummy, m in BAD])
 def test_xdpgen_bad_params_named(params, msg):
     with pytest.raises(GeneratorParamError) as exc:
         xdpgen_argv(params)

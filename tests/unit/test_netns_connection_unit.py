@@ -31,7 +31,7 @@ def make(remote_addr="gen", **options):
     pc.remote_addr = remote_addr
     conn = netns_plugin.Connection(pc)
     # The plugin loader would fill these from inventory variables; set them as it would.
-    conn.get_option = lambda name: options.get(name)
+    conn.get_option = options.get
     return conn
 
 
@@ -58,7 +58,7 @@ def test_h3_command_runs_under_ip_netns_exec(fake_run):
 def test_h3_netns_option_wins_else_the_host_name(fake_run):
     make(remote_addr="h3-host", netns="h3-option", ip_executable="/bin/ip").exec_command("true")
     make(remote_addr="h3-host", ip_executable="/bin/ip").exec_command("true")
-    assert [shlex.split(argv)[3] for argv, _ in fake_run] == ["h3-option", "h3-host"]
+    assert [shlex.split(argv)[3] for argv, _dummy in fake_run] == ["h3-option", "h3-host"]
 
 
 def test_h3_missing_namespace_is_unreachable_and_named(fake_run):

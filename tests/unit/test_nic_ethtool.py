@@ -91,7 +91,7 @@ def test_attribute_tables_follow_the_uapi_header(prefix, table, aliases):
     if not UAPI.exists():
         pytest.fail(f"{UAPI} missing: install linux-libc-dev")
     header = [aliases.get(n, n) for n in uapi_enum(prefix)]
-    ours = [n for n, _ in table]
+    ours = [n for n, _dummy in table]
     n = min(len(header), len(ours))
     assert n >= 5
     assert ours[:n] == header[:n]

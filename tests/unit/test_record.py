@@ -56,7 +56,7 @@ def test_extra_fields_cannot_overwrite_v1_fields():
 
 
 def test_run_id_format_and_uniqueness():
-    ids = {new_run_id() for _ in range(20)}
+    ids = {new_run_id() for _dummy in range(20)}
     assert len(ids) == 20
     assert all(RUN_ID_RE.match(i) for i in ids)
 

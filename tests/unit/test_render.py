@@ -82,7 +82,7 @@ def test_png_default_run_one_bar_per_scenario_with_intervals(default_run):
     fig = _render_png.figure(rep)
     mpps, ns = axes(fig, "scenarios-mpps"), axes(fig, "scenarios-ns")
     assert len(bars(mpps)) == len(bars(ns)) == len(rep["rows"]) == 5
-    assert [t.get_text() for t in mpps.get_xticklabels()] == [s for s, _ in DEFAULT_RUN]
+    assert [t.get_text() for t in mpps.get_xticklabels()] == [s for s, _dummy in DEFAULT_RUN]
     heights = [b.get_height() for b in bars(mpps)]
     assert heights == pytest.approx([r["pps"] / 1e6 for r in rep["rows"]])
     assert [b.get_height() for b in bars(ns)] == pytest.approx([r["ns_per_packet"] for r in rep["rows"]])

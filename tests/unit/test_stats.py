@@ -134,7 +134,7 @@ def test_h4_welch_n1_no_interval():
 
 def test_h4_aa_false_positive_rate_is_about_5_percent():
     rng = random.Random(1234)
-    recs = [{"samples": [rng.gauss(5e6, 5e4) for _ in range(5)]} for _ in range(40)]
+    recs = [{"samples": [rng.gauss(5e6, 5e4) for _dummy in range(5)]} for _dummy in range(40)]
     res = aa_false_positive_rate(recs)
     assert res["comparisons"] == 40 * 39 // 2
     assert res["rate"] < 0.10
@@ -144,7 +144,7 @@ def test_h4_aa_false_positive_rate_is_about_5_percent():
 
 def test_h4_aa_detects_a_real_shift():
     rng = random.Random(7)
-    recs = [{"samples": [rng.gauss(5e6 + (i % 2) * 5e5, 1e4) for _ in range(5)]} for i in range(6)]
+    recs = [{"samples": [rng.gauss(5e6 + (i % 2) * 5e5, 1e4) for _dummy in range(5)]} for i in range(6)]
     assert aa_false_positive_rate(recs)["rate"] > 0.5
 
 

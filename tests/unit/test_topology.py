@@ -102,8 +102,8 @@ def simulate(live, actions):
     return live
 
 
-def empty_live(names=NS):
-    return {ns: None for ns in names}
+def empty_live(names=None):
+    return {ns: None for ns in (NS if names is None else names)}
 
 
 # ----------------------------------------------------------------- validation

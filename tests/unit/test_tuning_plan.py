@@ -32,9 +32,9 @@ NIC = {
 LINK = {"mtu": 1500, "min_mtu": 68, "max_mtu": 9600}
 
 
-def plan(desired, current=None, unsupported=None, link=LINK):
+def plan(desired, current=None, unsupported=None, link=None):
     return t.plan_nic("eth9", current if current is not None else NIC, unsupported or {},
-                      t.normalize_request(desired), link)
+                      t.normalize_request(desired), LINK if link is None else link)
 
 
 def test_latency_setup_plans_exactly_the_differences():

@@ -38,7 +38,7 @@ def make_elf(sections, symbols, machine=_xdp.EM_BPF, endian="<", elf_class=2):
         symtab += sym.pack(soff, (bind << 4) | typ, 0, index[sec], 0, 8)
         soff += len(name) + 1
     n_sec = len(sections)
-    bodies = [b"\x95" + b"\0" * 7 for _ in sections] + [symtab, strtab, shstr]
+    bodies = [b"\x95" + b"\0" * 7 for _dummy in sections] + [symtab, strtab, shstr]
     data = bytearray(64)
     offsets = []
     for b in bodies:

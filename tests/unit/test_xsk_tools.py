@@ -72,7 +72,7 @@ BAD = [
 ]
 
 
-@pytest.mark.parametrize(("tool", "params", "msg"), BAD, ids=[m[:30] for _, _, m in BAD])
+@pytest.mark.parametrize(("tool", "params", "msg"), BAD, ids=[m[:30] for _dummy, _dummy, m in BAD])
 def test_bad_client_params_name_the_value(tool, params, msg):
     with pytest.raises(GeneratorParamError) as exc:
         client_argv(tool, params)

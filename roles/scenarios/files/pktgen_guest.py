@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 # Copyright: xdplab.testbed contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
@@ -116,7 +115,7 @@ def main() -> int:
             before = stat()
             seconds = pg.start_blocking(spec["duration"], timeout=float(plan["duration"]) + 60)
             cpu = cpu_share(before, stat())
-            res = pg.results([dev for _, dev in device_names(spec)])
+            res = pg.results([dev for _dummy, dev in device_names(spec)])
         except PktgenError as exc:
             failures.append({"step": step["index"], "variant": step["variant"], "params": step["sweep"],
                              "msg": str(exc)})

@@ -112,8 +112,10 @@ def _x_values(table: dict) -> tuple[list, list[str] | None, str]:
             return [float(x) for x in raw], None, key
         except (TypeError, ValueError):
             return list(range(len(rows))), [str(x) for x in raw], key
+    if not table["varying"]:  # repeated runs of one configuration (A/A): one point per record
+        return list(range(len(rows))), [f"#{i + 1}" for i in range(len(rows))], "repeated run (same params)"
     labels = [_params({k: r["params"].get(k) for k in table["varying"]}) for r in rows]
-    return list(range(len(rows))), labels, ", ".join(table["varying"]) or "record"
+    return list(range(len(rows))), labels, ", ".join(table["varying"])
 
 
 def _sweeps(axes: tuple, tables: list[dict], xkey: str) -> None:

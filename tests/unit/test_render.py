@@ -207,3 +207,20 @@ def test_module_comparison_refuses_a_runs_directory(ab_runs, tmp_path):
                                        "dest": str(own / "report.html")})
     assert rc == 0, res
     assert (own / "report.html").read_text().startswith("<!DOCTYPE html>")
+
+
+def test_png_repeated_runs_one_point_per_record(tmp_path):
+    d = tmp_path / "aa"
+    for i, pps in enumerate((5.0e6, 5.02e6, 4.97e6, 5.01e6)):
+        put(d / f"run{i}", samples=[pps * 0.99, pps, pps * 1.01], started=f"2026-11-29T21:5{i}:00Z")
+    rep = _report.build([str(d / "run0")])  # one record alone: the scenarios kind
+    assert _render_png.kind(rep) == "scenarios"
+    for i in range(1, 4):  # all four records in one directory: repeated runs of one configuration
+        for f in (d / f"run{i}").iterdir():
+            f.rename(d / "run0" / f"{i}-{f.name}")
+    rep = _report.build([str(d / "run0")])
+    assert _render_png.kind(rep) == "sweep"
+    ax = axes(_render_png.figure(rep), "sweep-mpps-repeated run (same params)")
+    (line,) = [c for c in ax.containers if isinstance(c, ErrorbarContainer)]
+    assert len(line.lines[0].get_xdata()) == len(rep["rows"]) == 4
+    assert [t.get_text() for t in ax.get_xticklabels()] == ["#1", "#2", "#3", "#4"]

@@ -246,7 +246,7 @@ def test_kernel_build_that_fails(tmp_path, fault_variant):
     assert again.wait(timeout=1200) == 0, f"the next run failed; log {again.log_path}"
     assert sha256(baseline) == baseline_sum and baseline.stat().st_mtime == baseline_mtime, (
         "the baseline was rebuilt although its inputs did not change")
-    build_tasks = ("Start make", "Run make", "Stamp the build with its key")  # "Run make for <variant> (log ...)"
+    build_tasks = ("Start make", "Run make", "Stamp the build with its key")  # "Run make, ... (... tail -f <log>)"
     assert not [t for t in _changed_tasks(again.text()) if t.startswith(build_tasks)], (
         "the next run of the baseline built something")
 

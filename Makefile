@@ -10,7 +10,7 @@ export LC_ALL := C.UTF-8
 # The guest kernel the QEMU runner tests boot: built by the kernel role (molecule/kernel) unless given.
 GUEST_KERNEL ?= /var/lib/xdplab/kernel/baseline/bzImage
 
-.PHONY: help deps deps-apt deps-test venv venv-test collection bench test unit integration qemu faults lint molecule bench-perf build clean
+.PHONY: help deps deps-apt deps-test venv venv-test collection bench test unit integration qemu faults lint sanity molecule bench-perf build clean
 
 help:
 	@echo "make bench       install everything, run bench.yml on the virtual test bed"
@@ -55,7 +55,7 @@ bench: deps
 
 # Order matters: molecule/kernel builds the guest kernel that the integration, qemu and fault tests boot.
 test: deps-test
-	$(MAKE) --no-print-directory unit lint molecule integration qemu faults
+	$(MAKE) --no-print-directory unit lint sanity molecule integration qemu faults
 
 unit:
 	$(BIN)/pytest -q tests/unit
@@ -74,6 +74,27 @@ faults:
 lint:
 	$(BIN)/ruff check plugins tests
 	$(BIN)/ansible-lint --profile production
+
+# ansible-test sanity on the collection (its venvs, one per test, from the package index).
+# ansible-test needs the real path to end in ansible_collections/xdplab/testbed (a link is
+# resolved), so the tracked and new files are copied to such a tree under build/, a git
+# repository of its own (ansible-test tests the files git lists).
+# It bootstraps pip in its venvs with a get-pip script it downloads; offline, the stand-in
+# tools/get_pip_offline.py (ensurepip, then pip install) is placed in its cache.
+ANSIBLE_TEST_CACHE := $(HOME)/.ansible/test/cache
+SANITY_TREE := build/sanity/ansible_collections/xdplab/testbed
+# SANITY_ARGS: e.g. '--test pylint' to run one test.
+SANITY_PYTHON := $(shell $(PYTHON) -c 'import sys; print("%d.%d" % sys.version_info[:2])')
+sanity: venv-test
+	@pip_version=$$($(BIN)/python -c 'import pathlib, re, ansible_test; \
+	    p = pathlib.Path(ansible_test.__file__).parent / "_internal" / "python_requirements.py"; \
+	    print(re.search(r"pip=.([0-9.]+).", p.read_text()).group(1))'); \
+	cached=$(ANSIBLE_TEST_CACHE)/get_pip_$${pip_version//./_}.py; \
+	[ -e $$cached ] || install -D -m 0644 tools/get_pip_offline.py $$cached
+	rm -rf $(SANITY_TREE) && mkdir -p $(SANITY_TREE)
+	git ls-files -z --cached --others --exclude-standard | xargs -0 -I{} sh -c '[ -e "{}" ] && printf "%s\0" "{}"' \
+	    | tar --null -T - -cf - | tar -xf - -C $(SANITY_TREE)
+	cd $(SANITY_TREE) && git init -q && git add -A && $(CURDIR)/$(BIN)/ansible-test sanity --venv --python $(SANITY_PYTHON) --color no $(SANITY_ARGS)
 
 molecule:
 	cd $(CURDIR) && $(BIN)/molecule test --all

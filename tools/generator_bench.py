@@ -1,6 +1,6 @@
-#!/usr/bin/env python3
 # Copyright (c) xdplab.testbed contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
 """Generator benchmark: xdpgen vs a minimal live-frame generator vs trafgen on one veth pair.
 
 Run as root from the collection root:
@@ -169,7 +169,7 @@ def parse_trafgen(stdout: str) -> tuple[int, float]:
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n", maxsplit=1)[0])
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--seconds", type=float, default=2.0)
     ap.add_argument("--size", type=int, default=64)

@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: GPL-2.0
+// SPDX-License-Identifier: GPL-2.0-only
 /* tc_drop: cls_bpf direct-action program dropping every packet
  * (TC_ACT_SHOT), counted at xdplab_stats[1] ("drop"), for the
  * XDP vs tc vs netfilter drop comparison.

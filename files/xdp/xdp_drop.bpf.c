@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: GPL-2.0
+// SPDX-License-Identifier: GPL-2.0-only
 /* xdp_drop: drop every packet (XDP_DROP), counted at xdplab_stats[1]. */
 #include "xdplab.h"
 

@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: GPL-2.0
+// SPDX-License-Identifier: GPL-2.0-only
 /* xdp_pass: hand every packet to the stack (XDP_PASS), counted at xdplab_stats[2]. */
 #include "xdplab.h"
 

@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: GPL-2.0
+// SPDX-License-Identifier: GPL-2.0-only
 /* xdp_redirect: redirect every packet to the interface whose ifindex is
  * stored at key 0 of the DEVMAP xdplab_redirect (XDP_REDIRECT). With no
  * entry at key 0 the packet is aborted (XDP_ABORTED), so a missing

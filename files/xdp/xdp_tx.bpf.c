@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: GPL-2.0
+// SPDX-License-Identifier: GPL-2.0-only
 /* xdp_tx: swap the Ethernet source and destination MACs and send the frame
  * back out of the interface it came in on (XDP_TX). Frames shorter than an
  * Ethernet header are aborted (XDP_ABORTED). */

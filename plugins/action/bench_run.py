@@ -1,5 +1,6 @@
 # Copyright: xdplab.testbed contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
 """Action for xdplab.testbed.bench_run: generator on this host, DUT sampler on another, one record.
 
 The DUT sampler (xdplab.testbed.bench_sample) runs through the DUT host's own connection plugin and
@@ -174,7 +175,7 @@ class ActionModule(ActionBase):
     def run(self, tmp: Any = None, task_vars: dict | None = None) -> dict:
         task_vars = task_vars or {}
         result = super().run(tmp, task_vars)
-        _, args = self.validate_argument_spec(argument_spec=ACTION_SPEC, required_if=ACTION_REQUIRED_IF)
+        _dummy, args = self.validate_argument_spec(argument_spec=ACTION_SPEC, required_if=ACTION_REQUIRED_IF)
         args = {k: v for k, v in args.items() if v is not None}
         if self._task.check_mode:
             return dict(result, skipped=True, msg="bench_run sends traffic: not run in check mode")
@@ -230,8 +231,8 @@ class ActionModule(ActionBase):
 
     def _stop_server(self, args: dict, server: dict, task_vars: dict) -> dict:
         try:
-            return self._run_on_host(args["dut"], SERVER, {"state": "stopped", "pid": server["pid"],
-                                                            "log": server["log"]}, task_vars)
+            stop = {"state": "stopped", "pid": server["pid"], "log": server["log"]}
+            return self._run_on_host(args["dut"], SERVER, stop, task_vars)
         except Exception as exc:  # noqa: BLE001 - reported as this point's failure
             return {"failed": True, "msg": str(exc)}
 
@@ -441,5 +442,3 @@ class ActionModule(ActionBase):
             counters["dut_ethtool"] = sample.get("ethtool", {})
             counters["dut_cpu"] = sample.get("cpu", {})
         return reps, counters
-
-

@@ -1,5 +1,6 @@
 # Copyright: xdplab.testbed contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
 """Action for xdplab.testbed.run_lock: the holder is this controller's ansible-playbook process.
 
 The holder is recorded with its start time and this machine's boot id. When a target's lock is held

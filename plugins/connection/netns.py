@@ -1,5 +1,6 @@
 # Copyright: (c) 2026, xdplab.testbed contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
 from __future__ import annotations
 
 # ruff: noqa: E402  (Ansible plugin layout: DOCUMENTATION before the imports)
@@ -17,7 +18,8 @@ description:
     C(xdplab.testbed.testbed) role create them); otherwise the host is reported unreachable with a
     message naming the namespace.
   - Needs root (or CAP_SYS_ADMIN) on the controller, like C(ip netns exec) itself.
-author: xdplab.testbed contributors
+author:
+  - xdplab.testbed contributors (!UNKNOWN)
 version_added: 0.1.0
 options:
   netns:

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-3.0-or-later
 """Shared code of the xdplab.testbed modules and plugins, one sub-package per step of the loop.
 
 Private to the xdplab.testbed collection: not a public API, may change without notice.

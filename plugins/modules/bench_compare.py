@@ -1,6 +1,7 @@
 #!/usr/bin/python
 # Copyright (c) xdplab.testbed contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
 """A/B comparison of result records in ns/packet."""
 
 from __future__ import annotations
@@ -55,9 +56,9 @@ attributes:
     description: Reads only.
   diff_mode:
     support: none
+    description: Returns no diff.
 author:
-  - xdplab.testbed contributors
-"""
+  - xdplab.testbed contributors (!UNKNOWN)"""
 
 EXAMPLES = r"""
 - name: Patched kernel against baseline, same results directory

@@ -1,6 +1,7 @@
 #!/usr/bin/python
 # Copyright (c) xdplab.testbed contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
 """Parse the output of a traffic generator or benchmark tool."""
 
 from __future__ import annotations
@@ -38,9 +39,9 @@ attributes:
     description: Pure computation; runs the same in check mode.
   diff_mode:
     support: none
+    description: Returns no diff.
 author:
-  - xdplab.testbed contributors
-"""
+  - xdplab.testbed contributors (!UNKNOWN)"""
 
 EXAMPLES = r"""
 - name: Parse an xdpgen run

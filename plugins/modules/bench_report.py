@@ -1,14 +1,15 @@
 #!/usr/bin/python
 # Copyright (c) xdplab.testbed contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Render a report (text, Markdown, CSV, PNG) from result records."""
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""Render a report (text, Markdown, CSV, PNG, HTML) from result records."""
 
 from __future__ import annotations
 
 DOCUMENTATION = r"""
 ---
 module: bench_report
-short_description: Cover-letter text, Markdown, CSV or PNG report from results directories
+short_description: Cover-letter text, Markdown, CSV, PNG or HTML report from results directories
 version_added: "0.1.0"
 description:
   - One results directory (or record file) gives sweep tables per scenario and variant
@@ -18,8 +19,15 @@ description:
   - C(text) is for a mailing-list cover letter, environment block first (CPU model and MHz,
     kernel and patches, NIC, tuning), then the tables and the noise figures (pooled ns/packet
     stdev, repetitions a 1 ns/packet difference needs, A/A false-positive rate of repeated runs).
-  - C(png) draws A/B bars of ns/packet with 95% CI whiskers, or sweep lines of pps and ns/packet
-    (matplotlib, Agg backend).
+  - C(png) draws one bar per scenario (Mpps and ns/packet with 95% intervals) for a run of one
+    point per scenario, one line per scenario/variant against the swept param for sweeps, and one
+    bar of delta ns/packet with its 95% interval per row for an A/B comparison (matplotlib, Agg backend).
+  - C(html) is one self-contained page (no external resources) with the warnings (n=1, short bursts,
+    generator-bound figures, incomplete runs), the summary table, the plot as a data URI, the
+    environment and, for A/B, the environment diff.
+  - C(csv) carries the 95% intervals (pps and ns/packet; for A/B each side's ns/packet and the delta's).
+  - A comparison is written to its own directory; O(dest) inside one of the compared results
+    directories is refused, so a run's own report files are never overwritten.
   - The file is written to a temp name beside O(dest) and renamed; on any error nothing is left.
 options:
   results:
@@ -30,7 +38,7 @@ options:
   format:
     description: Output format.
     type: str
-    choices: [text, markdown, csv, png]
+    choices: [text, markdown, csv, png, html]
     default: text
   dest:
     description: File to write. Its directory must exist.
@@ -47,16 +55,16 @@ options:
     type: bool
     default: false
 requirements:
-  - matplotlib (for O(format=png))
+  - matplotlib (for O(format=png) and O(format=html))
 attributes:
   check_mode:
     support: full
     description: Builds the report and returns rows, writes nothing.
   diff_mode:
     support: none
+    description: Returns no diff.
 author:
-  - xdplab.testbed contributors
-"""
+  - xdplab.testbed contributors (!UNKNOWN)"""
 
 EXAMPLES = r"""
 - name: Cover letter text of a run
@@ -65,11 +73,17 @@ EXAMPLES = r"""
     format: text
     dest: results/20261129T215000Z-1a2b3c/report.txt
 
-- name: A/B plot of two runs
+- name: A/B plot of two runs, in a directory of its own
   xdplab.testbed.bench_report:
     results: [results/run-baseline, results/run-patched]
     format: png
-    dest: /tmp/ab.png
+    dest: results/compare-run-baseline-vs-run-patched/report.png
+
+- name: Self-contained HTML page of a run (table, plot, environment, warnings)
+  xdplab.testbed.bench_report:
+    results: results/20261129T215000Z-1a2b3c
+    format: html
+    dest: results/20261129T215000Z-1a2b3c/report.html
 """
 
 RETURN = r"""
@@ -110,7 +124,7 @@ from ansible_collections.xdplab.testbed.plugins.module_utils.results._record_fil
 from ansible_collections.xdplab.testbed.plugins.module_utils.results._statistics import StatsError
 
 try:
-    import matplotlib  # noqa: F401
+    import matplotlib  # noqa: F401  # pylint: disable=unused-import
 
     HAS_MPL = True
     MPL_ERR = None
@@ -133,10 +147,15 @@ def main() -> None:
         supports_check_mode=True,
     )
     p = module.params
-    if p["format"] == "png" and not HAS_MPL:
+    if p["format"] in ("png", "html") and not HAS_MPL:
         module.fail_json(msg=missing_required_lib("matplotlib"), exception=MPL_ERR)
     if len(p["results"]) not in (1, 2):
         module.fail_json(msg=f"results must be one path or a list of two, got {len(p['results'])}: {p['results']}")
+    comparing = len(p["results"]) == 2 or bool(p["baseline_variant"])
+    dest_dir = os.path.realpath(os.path.dirname(os.path.abspath(p["dest"])))
+    if comparing and any(os.path.realpath(r) == dest_dir for r in p["results"]):
+        module.fail_json(msg=f"a comparison is written to its own directory, not into the results directory "
+                             f"{os.path.dirname(p['dest'])} it compares (its own report files stay as they are)")
     try:
         report = _report.build(p["results"], baseline_variant=p["baseline_variant"],
                                candidate_variant=p["candidate_variant"],

@@ -1,6 +1,7 @@
 #!/usr/bin/python
 # Copyright: xdplab.testbed contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
 
 from __future__ import annotations
 
@@ -20,7 +21,8 @@ description:
     (loss above 1%).
   - Returns a result record v1 (see docs/architecture.md) and, with O(results_dir), writes it atomically on the
     controller.
-author: xdplab.testbed developers
+author:
+  - xdplab.testbed developers (!UNKNOWN)
 options:
   tool:
     description:
@@ -28,7 +30,7 @@ options:
         trafgen (its configuration rendered from O(params)); C(command) runs O(command) as is and parses
         its output as O(parse_as).
       - C(xskgen) is the collection's AF_XDP TX generator and C(udpgen) its UDP socket sender (files/xsk);
-        C(sockperf) runs C(sockperf tp) or C(pp) (O(params.mode)) and C(iperf3) a UDP client, both against
+        C(sockperf) runs C(sockperf tp) or C(pp) (C(mode) in O(params)) and C(iperf3) a UDP client, both against
         a server the action starts on the DUT (O(server)); C(testpmd) is DPDK's testpmd in txonly mode on
         a C(net_af_xdp) vdev, where DPDK is installed.
     type: str
@@ -148,11 +150,14 @@ attributes:
   check_mode:
     support: none
     details: Sending traffic is the whole point; check mode is refused.
+    description: Cannot run in check_mode; the module acts.
   diff_mode:
     support: none
+    description: Returns no diff.
   action:
     support: full
     details: The action plugin runs the DUT sampler and writes the record on the controller.
+    description: Runs through an action plugin of the same name on the controller.
 """
 
 EXAMPLES = r"""
@@ -214,8 +219,8 @@ import traceback
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.xdplab.testbed.plugins.module_utils.traffic._bench_run_spec import (
+    ACTION_SPEC,
     GENERATOR_REQUIRED_IF,
-    GENERATOR_SPEC,
 )
 from ansible_collections.xdplab.testbed.plugins.module_utils.traffic._client_server_argv import parse_info
 from ansible_collections.xdplab.testbed.plugins.module_utils.traffic._dut_counters import cpu_shares, read_proc_stat
@@ -336,7 +341,8 @@ def run_once(module: AnsibleModule, argv: list[str], parser: str, timeout: float
 
 def main() -> None:
     module = AnsibleModule(
-        argument_spec=GENERATOR_SPEC,
+        # The action's options too (it passes only the generator's): one spec, as documented.
+        argument_spec=ACTION_SPEC,
         required_if=GENERATOR_REQUIRED_IF,
         supports_check_mode=False,
     )

@@ -1,6 +1,7 @@
 #!/usr/bin/python
 # Copyright: xdplab.testbed contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
 
 from __future__ import annotations
 
@@ -17,7 +18,8 @@ description:
   - Normally started by the M(xdplab.testbed.bench_run) action on the DUT host, concurrently with the
     generator; with O(interval=0) it reads the counter once and returns (snapshot mode).
   - Reads only; never changes the host.
-author: xdplab.testbed developers
+author:
+  - xdplab.testbed developers (!UNKNOWN)
 options:
   counter:
     description:
@@ -59,8 +61,10 @@ attributes:
   check_mode:
     support: full
     details: Only reads counters.
+    description: Can run in check_mode and return changed status prediction without modifying target.
   diff_mode:
     support: none
+    description: Returns no diff.
 """
 
 EXAMPLES = r"""

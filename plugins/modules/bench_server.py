@@ -1,6 +1,7 @@
 #!/usr/bin/python
 # Copyright: xdplab.testbed contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
 
 from __future__ import annotations
 
@@ -18,8 +19,10 @@ description:
     so a recycled pid is never signalled), returns its output, its CPU use and, for the sinks, the
     packets it received per burst of traffic. A server that died during the run fails the task with
     its output; the log is removed in every case.
-  - Normally driven by the M(xdplab.testbed.bench_run) action through its O(server) option.
-author: xdplab.testbed developers
+  - Normally driven by the M(xdplab.testbed.bench_run) action through its
+    O(xdplab.testbed.bench_run#module:server) option.
+author:
+  - xdplab.testbed developers (!UNKNOWN)
 options:
   state:
     description: C(started) starts the server; C(stopped) stops the one named by O(pid) and O(log).
@@ -58,8 +61,10 @@ attributes:
   check_mode:
     support: none
     details: Starting a traffic receiver is the whole point.
+    description: Cannot run in check_mode; the module acts.
   diff_mode:
     support: none
+    description: Returns no diff.
 """
 
 EXAMPLES = r"""

@@ -1,6 +1,7 @@
 #!/usr/bin/python
 # Copyright (c) xdplab.testbed contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
 """Environment fingerprint of a host."""
 
 from __future__ import annotations
@@ -43,9 +44,9 @@ attributes:
     description: Only reads; the same in check mode.
   diff_mode:
     support: none
+    description: Returns no diff.
 author:
-  - xdplab.testbed contributors
-"""
+  - xdplab.testbed contributors (!UNKNOWN)"""
 
 EXAMPLES = r"""
 - name: Fingerprint the DUT and its test interface
@@ -88,7 +89,7 @@ from ansible.module_utils.basic import AnsibleModule, missing_required_lib
 from ansible_collections.xdplab.testbed.plugins.module_utils.results import _environment as _envfacts
 
 try:
-    import pyroute2  # noqa: F401
+    import pyroute2  # noqa: F401  # pylint: disable=unused-import
 
     HAS_PYROUTE2 = True
     PYROUTE2_ERR = None

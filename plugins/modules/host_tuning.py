@@ -1,6 +1,7 @@
 #!/usr/bin/python
 # Copyright (c) xdplab.testbed contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
 
 from __future__ import annotations
 
@@ -20,12 +21,15 @@ description:
   - Disruptive changes need opt-ins; SMT off needs I(allow_smt_change), unloading netfilter needs
     I(allow_netfilter_unload). A kernel command line change only edits the bootloader config and reports
     RV(reboot_required); rebooting is the caller's (gated) decision.
-author: xdplab.testbed contributors
+author:
+  - xdplab.testbed contributors (!UNKNOWN)
 attributes:
   check_mode:
     support: full
+    description: Can run in check_mode and return changed status prediction without modifying target.
   diff_mode:
     support: full
+    description: Will return details on what has changed (or possibly needs changing in check_mode), when in diff mode.
 options:
   state:
     description: C(present) applies, C(restored) puts the snapshot back, C(read) only reads.
@@ -336,7 +340,7 @@ def present(module: AnsibleModule, host: Host, store: _tuning.SnapshotStore, key
     result: dict[str, Any] = {"changed": bool(changes), "skipped_settings": skipped, "reboot_required": reboot}
     if not module.check_mode:
         if snapshot:
-            written, _ = store.save(key, "host", "knobs", snapshot, module.atomic_move)
+            written, _dummy = store.save(key, "host", "knobs", snapshot, module.atomic_move)
             result["changed"] = result["changed"] or written
         _apply(host, changes)
     result["changes"] = {k: {kk: vv for kk, vv in v.items() if not kk.startswith("_")} for k, v in changes.items()}

@@ -1,6 +1,7 @@
 #!/usr/bin/python
 # Copyright (c) xdplab.testbed contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
 
 from __future__ import annotations
 
@@ -15,12 +16,15 @@ description:
     C(/proc/irq/N/smp_affinity_list) by strategy.
   - Snapshots the previous affinities (and whether irqbalance ran) before the first change;
     I(state=restored) writes them back and starts irqbalance again if it had been stopped.
-author: xdplab.testbed contributors
+author:
+  - xdplab.testbed contributors (!UNKNOWN)
 attributes:
   check_mode:
     support: full
+    description: Can run in check_mode and return changed status prediction without modifying target.
   diff_mode:
     support: full
+    description: Will return details on what has changed (or possibly needs changing in check_mode), when in diff mode.
 options:
   interface:
     description: Interface name.

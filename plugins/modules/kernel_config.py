@@ -1,6 +1,7 @@
 #!/usr/bin/python
 # Copyright: xdplab.testbed contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
 from __future__ import annotations
 
 DOCUMENTATION = r"""
@@ -17,7 +18,8 @@ description:
   - Writes O(dest) only when the result differs from what is there (idempotent), and returns a build key hashing
     the final config with O(key_inputs).
 version_added: "0.1.0"
-author: xdplab.testbed contributors
+author:
+  - xdplab.testbed contributors (!UNKNOWN)
 options:
   src:
     description: Kernel source tree.
@@ -65,7 +67,7 @@ requirements:
 EXAMPLES = r"""
 - name: Tinyconfig plus the collection's VM, BPF/XDP and pktgen fragments
   xdplab.testbed.kernel_config:
-    src: /var/cache/xdplab/kernel/trees/patched
+    src: /var/cache/xdplab/kernel/variants/patched/src
     dest: /var/lib/xdplab/kernel/patched/config
     base: tinyconfig
     fragments:
@@ -139,7 +141,7 @@ def main() -> None:
             base_file=dict(type="path"),
             fragments=dict(type="list", elements="path", default=[]),
             options=dict(type="dict", default={}),
-            key_inputs=dict(type="list", elements="str", default=[]),
+            key_inputs=dict(type="list", elements="str", default=[], no_log=False),
         ),
         required_if=[("base", "file", ["base_file"])],
         supports_check_mode=True,

@@ -1,6 +1,7 @@
 #!/usr/bin/python
 # Copyright: xdplab.testbed contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
 from __future__ import annotations
 
 DOCUMENTATION = r"""
@@ -18,7 +19,8 @@ description:
   - Bad input (missing file, unreachable URL, sha256 mismatch, no diff in a patch) is detected before the tree is
     touched.
 version_added: "0.1.0"
-author: xdplab.testbed contributors
+author:
+  - xdplab.testbed contributors (!UNKNOWN)
 options:
   src:
     description: Root of the kernel source tree.
@@ -71,6 +73,7 @@ attributes:
     description: Computes the plan (which patches would be applied or reverted) without touching the tree.
   diff_mode:
     support: none
+    description: Returns no diff.
 requirements:
   - git (for patch-ids and git trees)
   - patch (GNU patch, for trees without git)
@@ -79,7 +82,7 @@ requirements:
 EXAMPLES = r"""
 - name: Apply the project's fixture series to the Debian source tree
   xdplab.testbed.kernel_patch:
-    src: /var/cache/xdplab/kernel/trees/patched
+    src: /var/cache/xdplab/kernel/variants/patched/src
     patches:
       - path: "{{ playbook_dir }}/files/patches/fixture/0001-pktgen-show-an-xdplab-fixture-marker-in-pgctrl.patch"
       - path: "{{ playbook_dir }}/files/patches/fixture/0002-docs-pktgen-mention-the-xdplab-fixture-marker.patch"
@@ -127,7 +130,7 @@ state_file:
   description: Where the series record lives in the tree.
   returned: always
   type: str
-  sample: /var/cache/xdplab/kernel/trees/patched/.xdplab/series.json
+  sample: /var/cache/xdplab/kernel/variants/patched/src/.xdplab/series.json
 """
 
 import hashlib
@@ -215,7 +218,7 @@ class Series:
                     self.module.fail_json(msg=f"patch {pname!r} contains no diff")
                 info = _kernel.PatchInfo(index=len(items) + 1, name=pname,
                                          subject=_kernel.patch_subject(part, pname), files=_kernel.patch_files(part))
-                _, out, _ = self.run([self.git, "patch-id", "--stable"], data=part, cwd="/")
+                _dummy, out, _dummy = self.run([self.git, "patch-id", "--stable"], data=part, cwd="/")
                 if not out.strip():
                     self.module.fail_json(msg=f"git patch-id found no diff in patch {pname!r}")
                 info.patch_id = out.split()[0]
@@ -272,11 +275,11 @@ class Series:
 
     # ------------------------------------------------------------ git trees
     def apply_git_tree(self, texts: list[tuple[_kernel.PatchInfo, str]], reset_to: str | None) -> None:
-        _, status, _ = self.run([self.git, "status", "--porcelain", "--untracked-files=no"])
+        _dummy, status, _dummy = self.run([self.git, "status", "--porcelain", "--untracked-files=no"])
         if status.strip():
             self.module.fail_json(msg=f"git tree {self.src} has uncommitted changes; refusing to apply a series",
                                   stdout=status)
-        _, head, _ = self.run([self.git, "rev-parse", "HEAD"])
+        _dummy, head, _dummy = self.run([self.git, "rev-parse", "HEAD"])
         head = head.strip()
         tmp = tempfile.mkdtemp(prefix="xdplab-series-")
         try:
@@ -291,11 +294,11 @@ class Series:
             if files:
                 rc, out, err = self.run([self.git, "am", "-3", "--keep-cr", *files], check=False)
                 if rc != 0:
-                    _, cur, _ = self.run([self.git, "am", "--show-current-patch=diff"], check=False)
+                    _dummy, cur, _dummy = self.run([self.git, "am", "--show-current-patch=diff"], check=False)
                     failed_files = _kernel.failed_files_git(out + err)
                     # which patch: count commits made since the base
-                    _, n_new, _ = self.run([self.git, "rev-list", "--count", "HEAD",
-                                            f"^{reset_to or head}"], check=False)
+                    _dummy, n_new, _dummy = self.run([self.git, "rev-list", "--count", "HEAD",
+                                                      f"^{reset_to or head}"], check=False)
                     idx = int(n_new.strip() or 0)
                     info = texts[min(idx, len(texts) - 1)][0]
                     self.run([self.git, "am", "--abort"], check=False)
@@ -350,7 +353,7 @@ def main() -> None:
         items = series.load() if module.params["state"] == "present" else []
         recorded = series.recorded()
         applied_ids = [p["patch_id"] for p in recorded.get("patches", [])]
-        wanted_ids = [i.patch_id for i, _ in items]
+        wanted_ids = [i.patch_id for i, _dummy in items]
         if len(set(wanted_ids)) != len(wanted_ids):
             dup = next(i for i in wanted_ids if wanted_ids.count(i) > 1)
             module.fail_json(msg=f"the series lists the same change twice (patch-id {dup})")
@@ -360,8 +363,8 @@ def main() -> None:
         result = dict(
             changed=action != "noop",
             method=series.method,
-            patches=[i.as_dict() for i, _ in items] if action != "noop" else recorded.get("patches", []),
-            applied=[i.subject for i, _ in to_apply],
+            patches=[i.as_dict() for i, _dummy in items] if action != "noop" else recorded.get("patches", []),
+            applied=[i.subject for i, _dummy in to_apply],
             reverted=[p["subject"] for p in revert],
             state_file=series.state_file,
             series=recorded if action == "noop" else {},
@@ -381,7 +384,7 @@ def main() -> None:
                 series.apply_patch_tree(to_apply, revert)
         except PatchFailed as exc:
             module.fail_json(msg=str(exc) + "; the tree was left as it was before the task", **exc.extra)
-        record = series.write_state([i for i, _ in items], {i.patch_id: t for i, t in items}, base)
+        record = series.write_state([i for i, _dummy in items], {i.patch_id: t for i, t in items}, base)
         result["series"] = record
         module.exit_json(**result)
     except Exception as exc:  # noqa: BLE001 - one top-level handler

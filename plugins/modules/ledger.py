@@ -1,6 +1,7 @@
 #!/usr/bin/python
 # Copyright: xdplab.testbed contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
 
 from __future__ import annotations
 
@@ -18,7 +19,8 @@ description:
     (processes, XDP, tc, nftables, then namespaces; objects inside a listed namespace go with it), then
     the entries. Only what the ledger names is touched. Tuning entries are left for the tuning role
     (C(tuning_state=restored)), which owns the restore; they are returned in RV(pending).
-author: xdplab.testbed developers
+author:
+  - xdplab.testbed developers (!UNKNOWN)
 options:
   state:
     description:
@@ -54,8 +56,10 @@ options:
 attributes:
   check_mode:
     support: full
+    description: Can run in check_mode and return changed status prediction without modifying target.
   diff_mode:
     support: none
+    description: Returns no diff.
 """
 
 EXAMPLES = r"""
@@ -174,7 +178,7 @@ class Cleaner:
                 # Ours went away and another namespace took the name: not ours to delete.
                 return f"namespace {key['name']} is not the one this collection created (other inode)"
             if self.netns_exists(key["name"]):
-                rc, out, _ = self.module.run_command([self.ip, "netns", "pids", key["name"]])
+                rc, out, _dummy = self.module.run_command([self.ip, "netns", "pids", key["name"]])
                 for pid in out.split() if rc == 0 else []:
                     self._kill_in_netns(int(pid), key["name"])
                 self._run([self.ip, "netns", "delete", key["name"]], ("No such file",))
@@ -310,7 +314,7 @@ def main() -> None:
     except Exception as exc:  # noqa: BLE001 - one top-level handler, reported with traceback
         module.fail_json(msg=f"ledger {p['state']}: {exc}", exception=traceback.format_exc(), removed=removed)
     try:
-        current = [e for _, e in entries(p["dir"])]
+        current = [e for _dummy, e in entries(p["dir"])]
     except LedgerError as exc:
         module.fail_json(msg=str(exc))
     if failed:

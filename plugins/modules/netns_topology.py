@@ -1,6 +1,7 @@
 #!/usr/bin/python
 # Copyright: (c) 2026, xdplab.testbed contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
 from __future__ import annotations
 
 # ruff: noqa: E402  (Ansible module layout: DOCUMENTATION before the imports)
@@ -18,7 +19,8 @@ description:
     exist but are not each other's veth peer (or have another queue count) is deleted and created again.
   - The whole spec is validated before anything changes; a kernel error halfway rolls back the namespaces and
     pairs this call created.
-author: xdplab.testbed contributors
+author:
+  - xdplab.testbed contributors (!UNKNOWN)
 requirements:
   - pyroute2 >= 0.9.1
   - root (CAP_NET_ADMIN, CAP_SYS_ADMIN)
@@ -114,9 +116,11 @@ options:
 attributes:
   check_mode:
     support: full
+    description: Can run in check_mode and return changed status prediction without modifying target.
   diff_mode:
     support: full
     details: before/after of the namespaces and links named in the spec.
+    description: Will return details on what has changed (or possibly needs changing in check_mode), when in diff mode.
 notes:
   - Runs where the namespaces live; in the virtual test bed that is the controller (C(localhost)).
   - Module results are read from the kernel after the change, so MACs chosen by the kernel and ifindexes are

@@ -1,6 +1,7 @@
 #!/usr/bin/python
 # Copyright (c) xdplab.testbed contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
 
 from __future__ import annotations
 
@@ -18,15 +19,18 @@ description:
   - With I(state=present) the state of the interface is saved to a snapshot file before the first change.
     A later call never replaces that snapshot until I(state=restored) has put it back and removed it.
   - Works in the current network namespace (use the C(xdplab.testbed.netns) connection for namespaces).
-author: xdplab.testbed contributors
+author:
+  - xdplab.testbed contributors (!UNKNOWN)
 requirements:
   - pyroute2 >= 0.9
   - Linux with CONFIG_ETHTOOL_NETLINK (5.6 or later)
 attributes:
   check_mode:
     support: full
+    description: Can run in check_mode and return changed status prediction without modifying target.
   diff_mode:
     support: full
+    description: Will return details on what has changed (or possibly needs changing in check_mode), when in diff mode.
 options:
   interface:
     description: Interface name.

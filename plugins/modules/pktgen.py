@@ -1,6 +1,7 @@
 #!/usr/bin/python
 # Copyright: xdplab.testbed contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
 
 from __future__ import annotations
 
@@ -23,7 +24,8 @@ description:
     nothing stays configured.
   - pktgen is global to the kernel, not per network namespace; C(pgctrl reset) removes every device of
     every thread. Run one pktgen user at a time per host.
-author: xdplab.testbed developers
+author:
+  - xdplab.testbed developers (!UNKNOWN)
 options:
   state:
     description:
@@ -125,8 +127,10 @@ attributes:
   check_mode:
     support: full
     details: Checks that pktgen, the threads and the device exist and returns the commands it would write.
+    description: Can run in check_mode and return changed status prediction without modifying target.
   diff_mode:
     support: none
+    description: Returns no diff.
 notes:
   - The host kernel of the virtual test bed may have no pktgen; the kernel role builds a guest kernel
     with it, run under QEMU (M(xdplab.testbed.qemu_exec), C(playbooks/pktgen_burst.yml)).
@@ -273,7 +277,7 @@ def run(module: AnsibleModule) -> dict:
         before = _stat()
         pg.start_blocking(spec["duration"], p["timeout"])
         cpu = cpu_share(before, _stat())
-        out = pg.results([dev for _, dev in device_names(spec)])
+        out = pg.results([dev for _dummy, dev in device_names(spec)])
     except BaseException:
         # nothing stays configured after a refused command or a failed run
         try:

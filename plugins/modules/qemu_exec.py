@@ -1,6 +1,7 @@
 #!/usr/bin/python
 # Copyright: xdplab.testbed contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
 from __future__ import annotations
 
 DOCUMENTATION = r"""
@@ -17,7 +18,8 @@ description:
   - The guest is killed at O(timeout); no QEMU process outlives the task.
   - This is the test host for features the controller's kernel lacks (pktgen, netdevsim).
 version_added: "0.1.0"
-author: xdplab.testbed contributors
+author:
+  - xdplab.testbed contributors (!UNKNOWN)
 options:
   kernel:
     description: Path of the bzImage to boot.
@@ -109,7 +111,8 @@ options:
     description:
       - State ledger the QEMU process is recorded in while it runs (pid, a hash of its command line,
         and this module's pid). If the module is killed, C(playbooks/teardown.yml) or the next bench run
-        (C(xdplab.testbed.ledger) O(state=cleaned)) kills the orphaned guest; a live guest is left alone.
+        (M(xdplab.testbed.ledger) with O(xdplab.testbed.ledger#module:state=cleaned)) kills the orphaned
+        guest; a live guest is left alone.
     type: path
     default: /var/lib/xdplab/ledger
 attributes:
@@ -118,6 +121,7 @@ attributes:
     description: Running a command in a guest cannot be predicted; the module always runs.
   diff_mode:
     support: none
+    description: Returns no diff.
 requirements:
   - qemu-system-x86 (Debian package)
   - busybox-static (Debian package)
@@ -129,14 +133,14 @@ notes:
 EXAMPLES = r"""
 - name: Run pktgen inside the guest kernel
   xdplab.testbed.qemu_exec:
-    kernel: /var/cache/xdplab/kernel/builds/patched/bzImage
+    kernel: /var/lib/xdplab/kernel/patched/bzImage
     command: cat /proc/net/pktgen/pgctrl
   register: guest
 
 - name: Run tests inside the guest from the checkout
   xdplab.testbed.qemu_exec:
     kernel: "{{ guest_kernel }}"
-    chdir: /work/main
+    chdir: /srv/xdplab-testbed
     command: .venv/bin/pytest -q tests/qemu
     timeout: 900
 """

@@ -1,6 +1,7 @@
 #!/usr/bin/python
 # Copyright: xdplab.testbed contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
 
 from __future__ import annotations
 
@@ -17,7 +18,8 @@ description:
     RV(previous) then names it, and the caller should clean the host's ledger.
   - The action plugin of the same name fills in O(owner_pid) and O(owner_host) with the controller's
     C(ansible-playbook) process.
-author: xdplab.testbed developers
+author:
+  - xdplab.testbed developers (!UNKNOWN)
 options:
   state:
     description: C(held) takes the lock (re-entrant for the same holder); C(released) gives it back.
@@ -61,10 +63,13 @@ attributes:
   check_mode:
     support: full
     details: Reports whether the lock could be taken; takes nothing.
+    description: Can run in check_mode and return changed status prediction without modifying target.
   diff_mode:
     support: none
+    description: Returns no diff.
   action:
     support: full
+    description: Runs through an action plugin of the same name on the controller.
 """
 
 EXAMPLES = r"""

@@ -1,6 +1,7 @@
 #!/usr/bin/python
 # Copyright: xdplab.testbed contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
 
 from __future__ import annotations
 
@@ -23,7 +24,7 @@ description:
   - Works on the interfaces of the network namespace the module runs in (with the
     C(xdplab.testbed.netns) connection, the host's namespace).
 author:
-  - xdplab.testbed contributors
+  - xdplab.testbed contributors (!UNKNOWN)
 requirements:
   - pyroute2
   - bpftool
@@ -32,8 +33,10 @@ attributes:
   check_mode:
     support: full
     details: The object is loaded to read its tag (and dropped again); nothing is attached or written.
+    description: Can run in check_mode and return changed status prediction without modifying target.
   diff_mode:
     support: full
+    description: Will return details on what has changed (or possibly needs changing in check_mode), when in diff mode.
 options:
   interface:
     description: Interface name in the namespace the module runs in.
@@ -474,7 +477,7 @@ def main() -> None:
                 "default": [],
                 "options": {
                     "map": {"type": "str", "required": True},
-                    "key": {"type": "raw", "required": True},
+                    "key": {"type": "raw", "required": True, "no_log": False},
                     "value": {"type": "raw", "required": True},
                 },
             },

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-3.0-or-later
 """Fault-injection suite helpers: run bench.yml / teardown.yml for real, break things, read the host back.
 
 The suite drives the default virtual test bed (namespaces xdplab-gen/dut/sink), so it must not run
@@ -73,7 +74,7 @@ def nft_tables(netns: str | None = None) -> set[tuple[str, str]]:
 
 
 def our_ledger_entries() -> list[str]:
-    """Ledger entries of the xdplab-* test bed (other helpers' tests share the default ledger dir)."""
+    """Ledger entries of the xdplab-* test bed (other tests on the machine share the default ledger dir)."""
     out = []
     for name in listing(LEDGER):
         try:
@@ -240,7 +241,7 @@ def leftovers(before: dict) -> list[str]:
         extra = now[key] - before[key]
         if extra:
             out.append(f"host {key} {sorted(map(str, extra))}")
-    tables = {t for t in now["nft"] - before["nft"]} | {t for t in now["nft"] if t[1] == NFT_TABLE}
+    tables = set(now["nft"] - before["nft"]) | {t for t in now["nft"] if t[1] == NFT_TABLE}
     if tables:
         out.append(f"nftables tables {sorted(tables)}")
     mine = our_ledger_entries()
@@ -251,7 +252,7 @@ def leftovers(before: dict) -> list[str]:
     holder = read_lock(LOCK)
     if holder is not None:
         out.append(f"run lock still held: {holder.describe()}")
-    procs = [p for p in xdpgen_orphans()]
+    procs = list(xdpgen_orphans())
     if procs:
         out.append(f"xdpgen processes of ours still running: {procs}")
     return out

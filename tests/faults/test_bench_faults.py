@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-3.0-or-later
 """Faults injected into real bench.yml runs on the default virtual test bed.
 
 Each case states what it breaks and asserts what must hold afterwards: nothing of ours left on the
@@ -176,7 +177,7 @@ def test_playbook_sigkilled_then_teardown_and_rerun(tmp_path, host_before):
     """
     run = bench(tmp_path, "sigkill", ["xdp_drop", "xdp_tx"])
     try:
-        wait_until(lambda: run.records(), 240, "the first scenario's record", run.proc)
+        wait_until(run.records, 240, "the first scenario's record", run.proc)
         seen = note_xdpgen(xdpgen_pids())
         wait_until(lambda: note_xdpgen(xdpgen_pids() - seen), 120, "the second scenario's generator",
                    run.proc, step=0.05)

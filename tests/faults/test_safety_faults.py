@@ -1,5 +1,6 @@
 # Copyright: xdplab.testbed contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
 """Safety on real processes and files (no test bed needed, a few seconds): a signal only reaches the
 process that was recorded (pid + start time + boot id), the run lock is never seen half written nor
 taken over twice, a remote lock left by a dead controller is cleared from the controller, unreadable

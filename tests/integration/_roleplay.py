@@ -1,5 +1,6 @@
 # Copyright: xdplab.testbed contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
 """Run one of the collection's roles in a throw-away playbook on localhost (connection local,
 optionally under `ip netns exec`), with the JSON stdout callback, and return the parsed result
 plus rc and stderr. Shared by the role tests (test_xdp_role, test_xdpgen_role)."""

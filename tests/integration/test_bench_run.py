@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-3.0-or-later
 """bench_run end to end on namespaces of its own: a good point, and bad input that fails early and clearly.
 
 Every case runs the real action plugin through ansible-playbook against a gen <-> dut veth pair in

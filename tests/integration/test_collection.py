@@ -1,14 +1,21 @@
-"""The collection builds, installs with --no-deps, and its bench playbook runs from the installed copy."""
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""The collection builds, installs from its tarball with its declared dependencies (taken from the
+pinned `ansible` package, offline), and its bench playbook runs from the installed copy under a
+minimal install: plain ansible-core at the lowest version meta/runtime.yml supports, the
+collection's Python requirements, and the declared collections; no `ansible` package."""
 
 from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
 
+import ansible_collections
 import pytest
+import yaml
 
 ROOT = Path(__file__).resolve().parents[2]
 BIN = Path(sys.executable).parent
@@ -22,6 +29,10 @@ def run(argv, cwd, env=None, timeout=600):
     return proc
 
 
+# The pinned `ansible` package's collections: where the declared dependencies come from offline.
+BUNDLE = next(Path(p) for p in ansible_collections.__path__ if (Path(p) / "community" / "general").is_dir())
+
+
 @pytest.fixture(scope="module")
 def installed(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("collection")
@@ -32,21 +43,39 @@ def installed(tmp_path_factory):
     env = installed_env(tmp, colls)
     run([str(BIN / "ansible-galaxy"), "collection", "build", "--output-path", str(tmp), str(ROOT)], cwd=tmp, env=env)
     (tarball,) = tmp.glob("xdplab-testbed-*.tar.gz")
-    run([str(BIN / "ansible-galaxy"), "collection", "install", "--no-deps", "-p", str(colls), str(tarball)],
-        cwd=tmp, env=env)
+    # The tarball with its dependencies resolved by galaxy against galaxy.yml's ranges; the
+    # dependencies' sources are the bundle's copies (no Galaxy server is reachable).
+    deps = yaml.safe_load((ROOT / "galaxy.yml").read_text())["dependencies"]
+    reqs = [{"name": str(tarball), "type": "file"}] + [
+        {"name": str(BUNDLE / name.replace(".", "/")), "type": "dir"} for name in deps]
+    (tmp / "requirements.yml").write_text(yaml.safe_dump({"collections": reqs}))
+    run([str(BIN / "ansible-galaxy"), "collection", "install", "--offline", "-r", str(tmp / "requirements.yml"),
+         "-p", str(colls)], cwd=tmp, env={**env, "ANSIBLE_COLLECTIONS_SCAN_SYS_PATH": "false"})
     return tmp, colls
+
+
+@pytest.fixture(scope="module")
+def minimal(tmp_path_factory):
+    """A venv with ansible-core at the supported minimum and the collection's Python requirements."""
+    venv = tmp_path_factory.mktemp("minimal") / "venv"
+    floor = yaml.safe_load((ROOT / "meta" / "runtime.yml").read_text())["requires_ansible"].removeprefix(">=")
+    pins = re.findall(r"^((?:pyroute2|matplotlib)==\S+)", (ROOT / "requirements.txt").read_text(), re.M)
+    assert len(pins) == 2, pins
+    run([sys.executable, "-m", "venv", str(venv)], cwd=venv.parent)
+    run([str(venv / "bin" / "pip"), "install", "-q", f"ansible-core=={floor}", *pins], cwd=venv.parent, timeout=900)
+    return venv / "bin"
 
 
 def installed_env(tmp: Path, colls: Path) -> dict:
     env = {k: v for k, v in os.environ.items() if not k.startswith("ANSIBLE_")}
-    env["ANSIBLE_COLLECTIONS_PATH"] = str(colls)  # plus the pinned `ansible` package's own collections
+    env["ANSIBLE_COLLECTIONS_PATH"] = str(colls)
     env["ANSIBLE_CONFIG"] = str(tmp / "ansible.cfg")
     env["PWD"] = str(tmp)  # results/ goes where the user runs the playbook, as a shell sets PWD
     return env
 
 
 def test_tarball_holds_the_collection_and_no_build_junk(installed):
-    _, colls = installed
+    _dummy, colls = installed
     base = colls / "ansible_collections" / "xdplab" / "testbed"
     manifest = json.loads((base / "MANIFEST.json").read_text())
     assert manifest["collection_info"]["namespace"] == "xdplab"
@@ -56,11 +85,26 @@ def test_tarball_holds_the_collection_and_no_build_junk(installed):
         assert (base / path).is_file(), path
     for junk in (".venv", ".collections", ".git", "results", ".hypothesis"):
         assert not (base / junk).exists(), junk
+    for path in ("LICENSE", "LICENSES/GPL-2.0-only.txt", "requirements.yml", "execution-environment.yml"):
+        assert (base / path).is_file(), path
+    assert manifest["collection_info"]["dependencies"] == {
+        "community.general": ">=11.0.0,<12.0.0", "ansible.posix": ">=2.0.0,<3.0.0"}
+    for dep in ("community/general", "ansible/posix"):  # installed beside it, from the bundle
+        assert (colls / "ansible_collections" / dep / "MANIFEST.json").is_file(), dep
 
 
-def test_bench_playbook_runs_from_the_installed_copy(installed):
+def test_minimal_install_has_no_ansible_package(minimal):
+    proc = subprocess.run([str(minimal / "python"), "-c", "import ansible_collections"],
+                          capture_output=True, text=True, check=False)
+    assert proc.returncode != 0  # no bundle: every collection comes from the install above
+    version = run([str(minimal / "ansible"), "--version"], cwd=minimal).stdout.splitlines()[0]
+    floor = yaml.safe_load((ROOT / "meta" / "runtime.yml").read_text())["requires_ansible"].removeprefix(">=")
+    assert f"[core {floor}]" in version, version
+
+
+def test_bench_playbook_runs_from_the_installed_copy(installed, minimal):
     tmp, colls = installed
-    proc = run([str(BIN / "ansible-playbook"), "xdplab.testbed.bench",
+    proc = run([str(minimal / "ansible-playbook"), "xdplab.testbed.bench",
                 "-e", json.dumps({"bench_scenarios": ["xdp_drop"], "bench_repetitions": 2, "bench_duration": 1})],
                cwd=tmp, env=installed_env(tmp, colls))
     assert "failed=0" in proc.stdout
@@ -73,5 +117,7 @@ def test_bench_playbook_runs_from_the_installed_copy(installed):
     assert record["summary"]["mean"] > 10000
     assert record["environment"]["xdp"]  # the fingerprint names the attached program
     assert (run_dir / "report.txt").read_text().startswith("Environment")
+    assert (run_dir / "report.png").read_bytes()[:4] == b"\x89PNG"
+    assert (run_dir / "report.html").read_text().count('<tr class="row">') == 1
     netns = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True, check=True).stdout
     assert "xdplab-" not in netns, netns

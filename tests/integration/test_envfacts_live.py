@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-3.0-or-later
 """env_facts on the live host: a real veth pair in an own namespace with a real
 clang-compiled XDP program attached natively; the module runs inside the
 namespace (as the netns connection does) and must report driver, channels and
@@ -55,7 +56,7 @@ def env_facts(ns, *args):
                          "xdplab.testbed.env_facts", *args],
                         capture_output=True, text=True, cwd=REPO,
                         env={**os.environ, "ANSIBLE_STDOUT_CALLBACK": "ansible.posix.json",
-                             "ANSIBLE_LOAD_CALLBACK_PLUGINS": "1"})
+                             "ANSIBLE_LOAD_CALLBACK_PLUGINS": "1"}, check=False)
     return cp
 
 
@@ -63,7 +64,7 @@ def test_env_facts_live_veth_xdp(netns_xdp):
     cp = env_facts(netns_xdp, "-a", "interfaces=h4e0,h4e1")
     assert cp.returncode == 0, cp.stdout + cp.stderr
     # profile_tasks (ansible.cfg) prints a timing line before the JSON document
-    out, _ = json.JSONDecoder().raw_decode(cp.stdout[cp.stdout.index("{"):])
+    out, _dummy = json.JSONDecoder().raw_decode(cp.stdout[cp.stdout.index("{"):])
     env = out["plays"][0]["tasks"][0]["hosts"]["localhost"]["environment"]
     assert env["kernel"] == os.uname().release
     assert env["cpus_online"] == os.cpu_count()

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-3.0-or-later
 """kernel_patch on a real slice of Debian's linux-source-6.1 (Makefile, net/core/pktgen.c,
 Documentation/networking/pktgen.rst) with the project's fixture series: real patch(1) and git am -3,
 idempotence, extend/reset, and every bad-input path leaving the tree byte-for-byte as before."""
@@ -64,7 +65,8 @@ def kernel_patch(src: Path, patches: list[dict], check: bool = False, **extra) -
         argv.append("--check")
     cp = subprocess.run(argv, capture_output=True, text=True, cwd=REPO,
                         env={**os.environ, "ANSIBLE_STDOUT_CALLBACK": "ansible.posix.json",
-                             "ANSIBLE_LOAD_CALLBACK_PLUGINS": "1", "ANSIBLE_CALLBACKS_ENABLED": "ansible.posix.json"})
+                             "ANSIBLE_LOAD_CALLBACK_PLUGINS": "1", "ANSIBLE_CALLBACKS_ENABLED": "ansible.posix.json"},
+                        check=False)
     data = json.loads(cp.stdout)
     return data["plays"][0]["tasks"][0]["hosts"]["localhost"]
 
@@ -134,12 +136,12 @@ def test_git_tree_am_idempotent_and_conflict(gittree, tmp_path):
                    "pktgen: show an xdplab fixture marker in pgctrl", "base"]
     assert kernel_patch(gittree, fx(0, 1))["changed"] is False
 
-    head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=gittree, capture_output=True, text=True).stdout
+    head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=gittree, capture_output=True, text=True, check=False).stdout
     before = snapshot(gittree)
     res = kernel_patch(gittree, [*fx(0, 1), {"path": str(bad_patch(tmp_path))}])
     assert res.get("failed") is True and "9999-bad.patch" in res["msg"] and "net/core/pktgen.c" in res["msg"]
     assert subprocess.run(["git", "rev-parse", "HEAD"], cwd=gittree, capture_output=True,
-                          text=True).stdout == head
+                          text=True, check=False).stdout == head
     assert not (gittree / ".git" / "rebase-apply").exists()
     assert snapshot(gittree) == before
 

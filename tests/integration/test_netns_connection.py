@@ -1,5 +1,6 @@
 # Copyright: xdplab.testbed contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
 """The xdplab.testbed.netns connection through ansible-playbook with a temporary inventory: commands,
 fact gathering, copy and slurp run inside namespaces this test creates (h3c<pid>-*), and a host whose
 namespace does not exist is reported unreachable, naming it."""

@@ -1,5 +1,6 @@
 # Copyright: xdplab.testbed contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
 """packet_hook against the real kernel in a namespace of this test: the tc and nftables drop hooks
 are recorded in the ledger before they are made, and what was there before (a clsact qdisc with
 someone else's filter, a table of the host's firewall) is exactly the same afterwards, whether the

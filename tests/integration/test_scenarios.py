@@ -1,5 +1,6 @@
 # Copyright: xdplab.testbed contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
 """The reference scenario playbooks end to end on the virtual test bed (real namespaces, veth, XDP,
 AF_XDP, nftables, tc), CI-sized: 1 repetition of 1 s per point.
 
@@ -61,7 +62,7 @@ def play(name: str, tmp_path: Path, pfx: str, extra: dict | None = None,
 
 def lock_not_stale() -> None:
     # Our ansible-playbook has exited: a lock naming a dead process is one it failed to release
-    # (another helper's live run may hold it meanwhile: that is the lock working).
+    # (another live run may hold it meanwhile: that is the lock working).
     holder = read_lock(LOCK)
     if holder is not None:
         assert Path(f"/proc/{holder.pid}").exists(), f"stale lock left behind: {holder.describe()}"

@@ -1,5 +1,6 @@
 # Copyright: xdplab.testbed contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
 """sockperf (tp and pp) and iperf3 for real through bench_run on two namespaces (generator and DUT as
 separate inventory hosts, the server started on the DUT by bench_server), and a parameter the tool
 itself rejects failing with the tool's own message and leaving no server behind."""

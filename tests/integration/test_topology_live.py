@@ -1,5 +1,6 @@
 # Copyright: xdplab.testbed contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
 """netns_topology and the testbed role against the real kernel: namespaces and veth pairs this test creates
 (prefix h3t<pid>), read back with iproute2 and sysfs, traffic across them with real UDP sockets, and every
 bad input checked to fail naming the value and to leave nothing behind (neither in /run/netns nor in the

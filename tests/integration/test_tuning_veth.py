@@ -1,5 +1,6 @@
 # Copyright: xdplab.testbed contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
 """nic_tuning, host_tuning and the tuning role on real veth pairs in a namespace this test creates
 (prefix h6<pid>). Settings are read back with the ethtool CLI and iproute2 (independent of the module's
 own netlink reader): apply, idempotence, check mode, restore exact, the unsupported paths of veth
@@ -338,7 +339,7 @@ def test_role_latency_preset_on_veth(veth, tmp_path):
     assert readback["ethtool"][ifname]["mtu"] == 3000
     assert "coalesce" not in readback["ethtool"][ifname]  # veth: unsupported, absent not invented
 
-    rc, changed, _ = run_role(ns, tmp_path, extra)
+    rc, changed, _dummy = run_role(ns, tmp_path, extra)
     assert rc == 0 and changed == "0", "second converge changed something"
 
     rc, changed, readback = run_role(ns, tmp_path, {**extra, "tuning_state": "restored"})
@@ -350,8 +351,8 @@ def test_role_latency_preset_on_veth(veth, tmp_path):
 def test_role_fails_on_unsupported_by_default(veth, tmp_path):
     ns, ifname, state_dir = veth
     before = whole_state(ns, ifname)
-    rc, _changed, _ = run_role(ns, tmp_path, {"tuning_preset": "latency", "tuning_state_dir": state_dir,
-                                              "tuning_interfaces": [{"name": ifname, "channels": {"rx": 1}}]})
+    rc, _changed, _dummy = run_role(ns, tmp_path, {"tuning_preset": "latency", "tuning_state_dir": state_dir,
+                                                   "tuning_interfaces": [{"name": ifname, "channels": {"rx": 1}}]})
     assert rc != 0
     assert whole_state(ns, ifname) == before
 

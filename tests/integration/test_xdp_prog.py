@@ -1,5 +1,6 @@
 # Copyright: xdplab.testbed contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
 """Real XDP: files/xdp compiled with clang, attached with the xdp_prog module inside namespaces this
 test creates (h1<pid>...), packets sent with AF_PACKET, counters read through _bpf."""
 
@@ -154,7 +155,8 @@ def run_module(prefix: list[str], args: dict, check: bool = False, diff: bool = 
         json.dump({"ANSIBLE_MODULE_ARGS": {**args, "_ansible_check_mode": check, "_ansible_diff": diff}}, f)
     try:
         env = {**os.environ, "PYTHONPATH": str(COLLECTIONS)}
-        r = subprocess.run([*prefix, sys.executable, str(MODULE), f.name], capture_output=True, text=True, env=env)
+        r = subprocess.run([*prefix, sys.executable, str(MODULE), f.name], capture_output=True, text=True, env=env,
+                           check=False)
     finally:
         os.unlink(f.name)
     lines = [ln for ln in r.stdout.splitlines() if ln.startswith("{")]
@@ -432,7 +434,7 @@ def test_via_ansible(objs, ns):
            "ANSIBLE_STDOUT_CALLBACK": "json", "ANSIBLE_LOAD_CALLBACK_PLUGINS": "1"}
     argv = ["ip", "netns", "exec", ns.name, str(ROOT / ".venv" / "bin" / "ansible"), "localhost",
             "-m", "xdplab.testbed.xdp_prog", "-a", f"interface=h1b object={objs / 'xdp_pass.o'} mode=generic"]
-    r = subprocess.run(argv, capture_output=True, text=True, env=env, cwd=ROOT)
+    r = subprocess.run(argv, capture_output=True, text=True, env=env, cwd=ROOT, check=False)
     assert r.returncode == 0, r.stdout + r.stderr
     out, _end = json.JSONDecoder().raw_decode(r.stdout[r.stdout.index("{"):])  # after profile_tasks' banner
     res = out["plays"][0]["tasks"][0]["hosts"]["localhost"]

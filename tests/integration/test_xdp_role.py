@@ -1,5 +1,6 @@
 # Copyright: xdplab.testbed contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
 """The xdp role for real: compile into a temporary build dir, attach in a namespace of our own,
 run again (nothing changes), detach. ansible-playbook runs under `ip netns exec`, connection local."""
 

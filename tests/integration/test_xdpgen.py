@@ -1,6 +1,7 @@
 # Copyright: xdplab.testbed contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""xdpgen for real (issue 2 item 5): built with its Makefile, run in a namespace this test creates
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""xdpgen for real: built with its Makefile, run in a namespace this test creates
 (h2t<pid>...), sending through a veth pair into files/xdp/xdp_drop (native) on the peer, whose
 xdplab_stats counter must agree with what xdpgen reports. Also: frame contents and flows captured
 behind xdp_pass, bad options (exit 2 naming the value), SIGINT, and no BPF program left behind."""
@@ -133,7 +134,7 @@ def _veth_xmit(pair: Pair) -> tuple[int, int]:
     """(frames the sending veth put on the peer's ring, frames it could not: the ring was full), from
     ethtool -S over all queues."""
     out = sh("ip", "netns", "exec", pair.gns, "ethtool", "-S", pair.gif).stdout
-    stats = {k: int(v) for k, _, v in (line.strip().partition(": ") for line in out.splitlines()) if v.isdigit()}
+    stats = {k: int(v) for k, _dummy, v in (line.strip().partition(": ") for line in out.splitlines()) if v.isdigit()}
     return (sum(v for k, v in stats.items() if k.endswith("xdp_xmit")),
             sum(v for k, v in stats.items() if k.endswith("xdp_xmit_errors")))
 
@@ -151,6 +152,7 @@ def test_xdpgen_count_split_over_two_threads(drop_pair):
     # live-frame path also loses the odd redirect bulk (16 frames) before the veth sees it, counted
     # nowhere (seen in CI: 16 of 300001), so the veth's account may fall short by a few bulks.
     # The last frames may still sit in the peer's ring when xdpgen exits: wait for the counts to settle.
+
     def counts() -> tuple[int, int, int]:
         xmit, errors = _veth_xmit(drop_pair)
         return drop_pair.counter(1) - before, xmit - xmit_before, errors - errors_before
@@ -209,7 +211,7 @@ def test_xdpgen_leaves_no_program_behind(drop_pair):
     assert proc.returncode == 0, err
     # The program (and its generic attachment to the private namespace's lo) goes with the process;
     # namespace teardown is asynchronous, so allow it a moment.
-    for _ in range(50):
+    for _dummy in range(50):
         left = [i for i in ids if sh("bpftool", "prog", "show", "id", str(i), check=False).returncode == 0]
         if not left:
             break
@@ -300,7 +302,7 @@ BAD = [
 ]
 
 
-@pytest.mark.parametrize("args,needle", BAD, ids=[n for _, n in BAD])
+@pytest.mark.parametrize("args,needle", BAD, ids=[n for _dummy, n in BAD])
 def test_xdpgen_bad_option_exit_2_naming_value(drop_pair, args, needle):
     proc = drop_pair.run("-i", drop_pair.gif, *args)
     assert proc.returncode == 2, (proc.returncode, proc.stderr)

@@ -1,5 +1,6 @@
 # Copyright: xdplab.testbed contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
 """The generator role for real: build xdpgen from a copy of files/xdpgen into temporary dirs,
 run again (nothing changes), change the source (rebuilt), check mode on a fresh host (nothing
 built, nothing fails), and the verify step catching a binary that is not xdpgen."""

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-3.0-or-later
 """files/xsk tools on a real veth pair in namespaces of this test: xskgen counted by the peer, TX metadata
 request with completion timestamps, zero-copy refused on veth, xsksink/udpsink bursts, bad input and a
 generator whose interface disappears mid-run."""

@@ -1,5 +1,6 @@
 # Copyright: xdplab.testbed contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
 """Helpers of the host-side runners (tests/qemu/test_*_runner.py): find the guest kernel, boot it with
 the collection's own xdplab.testbed.qemu_exec module (run as Ansible runs it: an args file, JSON back;
 KVM when it works, TCG otherwise) and run one of the in-guest test files there, the host root shared

@@ -1,4 +1,4 @@
-#!/usr/bin/env python3
+# SPDX-License-Identifier: GPL-3.0-or-later
 """Run kernel pktgen inside a QEMU guest and write a result record v1.
 
 Runs INSIDE a guest booted by xdplab.testbed.qemu_exec (host root shared read-only), e.g.:

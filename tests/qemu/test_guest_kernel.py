@@ -1,7 +1,8 @@
+# SPDX-License-Identifier: GPL-3.0-or-later
 """Tests that run INSIDE a guest booted by xdplab.testbed.qemu_exec on a kernel the kernel role built.
 
 Driven from the host by tests/integration/test_kernel_qemu.py and molecule/kernel (verify), e.g.
-``qemu_exec: {chdir: /work/main, environment: {XDPLAB_EXPECT_PATCHED: "1"},
+``qemu_exec: {chdir: <checkout>, environment: {XDPLAB_EXPECT_PATCHED: "1"},
 command: ".venv/bin/pytest -q tests/qemu"}``. On the host itself they are skipped (not a guest);
 pytest.ini's testpaths do not include this directory.
 """
@@ -70,7 +71,7 @@ def test_netdevsim_device_with_ethtool():
     (bus / "new_device").write_text("515 1\n")
     try:
         netdir = None
-        for _ in range(50):
+        for _dummy in range(50):
             nets = list((bus / "devices" / "netdevsim515" / "net").glob("*")) if (
                 bus / "devices" / "netdevsim515" / "net").exists() else []
             if nets:

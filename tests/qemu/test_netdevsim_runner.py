@@ -1,5 +1,6 @@
 # Copyright: xdplab.testbed contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
 """Boot the guest kernel with the collection's own runner (xdplab.testbed.qemu_exec, see conftest.py)
 and run tests/qemu/test_netdevsim_tuning.py inside it. No kernel is a failure, not a skip: these tests
 are the only place where coalesce, ring and pause are applied for real.

@@ -1,5 +1,6 @@
 # Copyright: xdplab.testbed contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
 """nic_tuning on netdevsim, INSIDE the QEMU-booted kernel (netdevsim is not in the host kernel).
 
 tests/qemu/test_netdevsim_runner.py boots the guest kernel with the collection's QEMU runner and runs
@@ -76,7 +77,7 @@ def nsim(tmp_path):
     (bus / "new_device").write_text(f"{NSIM_ID} 1 {QUEUES}")
     try:
         net = bus / "devices" / f"netdevsim{NSIM_ID}"
-        for _ in range(100):
+        for _dummy in range(100):
             names = list(net.glob("net/*"))
             if names:
                 break
@@ -165,7 +166,7 @@ def test_netdevsim_private_flags_unsupported_path(nsim):
 
 def test_netdevsim_readback_matches_envfacts_reader(nsim):
     """The verify read-back and the fingerprint's ethtool part are the same function."""
-    ifname, _ = nsim
+    ifname, _dummy = nsim
     sys.path.insert(0, str(ROOT / ".collections"))
     from ansible_collections.xdplab.testbed.plugins.module_utils.tuning import _ethtool_netlink as _ethtool
 

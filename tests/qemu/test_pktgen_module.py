@@ -1,5 +1,6 @@
 # Copyright: xdplab.testbed contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
 """The xdplab.testbed.pktgen module on the real in-kernel pktgen, INSIDE the QEMU guest.
 
 tests/qemu/test_pktgen_runner.py boots the guest kernel with qemu_exec and runs this file there with

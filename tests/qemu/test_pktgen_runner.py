@@ -1,5 +1,6 @@
 # Copyright: xdplab.testbed contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
 """pktgen for real, in the guest kernel the kernel role built (the host kernel has no pktgen):
 
 1. boot it with xdplab.testbed.qemu_exec (run as Ansible runs it, see conftest.py) and run

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-3.0-or-later
 """Every program the collection and its tests run comes from the base image or requirements-apt.txt.
 
 A fresh Debian 12 machine has the base image's packages and what `make` installs from
@@ -28,12 +29,12 @@ PACKAGES = {
     "dpdk-testpmd": "dpdk-dev", "ethtool": "ethtool", "git": "git", "ip": "iproute2", "tc": "iproute2",
     "iperf3": "iperf3", "sockperf": "sockperf", "make": "make", "gcc": "gcc", "modprobe": "kmod",
     "rmmod": "kmod", "depmod": "kmod", "mount": "mount", "umount": "mount", "nft": "nftables",
-    "nice": "coreutils", "nproc": "coreutils", "df": "coreutils", "sleep": "coreutils",
+    "nice": "coreutils", "nproc": "coreutils", "tail": "coreutils", "df": "coreutils", "sleep": "coreutils",
     "true": "coreutils", "timeout": "coreutils", "uname": "coreutils", "install": "coreutils",
     "patch": "patch", "qemu-system-x86_64": "qemu-system-x86", "systemctl": "systemd",
     "tar": "tar", "trafgen": "netsniff-ng", "tuned-adm": "tuned", "dpkg-query": "dpkg",
     "flex": "flex", "bison": "bison", "bc": "bc", "cpio": "cpio", "busybox": "busybox-static",
-    "pkg-config": "pkgconf", "xz": "xz-utils",
+    "pkg-config": "pkgconf", "xz": "xz-utils", "chromium": "chromium",
 }
 # Run by `make` on the kernel tree and by the kernel role's QEMU initramfs, not named in argv.
 INDIRECT = ("depmod", "flex", "bison", "bc", "cpio", "busybox", "pkg-config", "llvm-strip", "xz")

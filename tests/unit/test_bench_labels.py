@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-3.0-or-later
 """bench_run's per-repetition cross-check: short bursts, signed loss, calibrated bound labels,
 alignment of bursts to runs by start time; the end-of-run summary table shows the warnings."""
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-3.0-or-later
 """bench_run's action: a DUT sampler that started after the generator (its module start-up outran
 the lead on a loaded host) makes the point run again with a longer lead, not fail."""
 

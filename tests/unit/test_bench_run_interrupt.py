@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-3.0-or-later
 """bench_run's stop of a tool with no time limit of its own (testpmd): the window opens at the
 tool's own sign that forwarding has started, however long its start-up takes."""
 

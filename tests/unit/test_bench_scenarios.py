@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-3.0-or-later
 """The bench scenarios are one table (roles/bench/vars/main.yml); the role's argument spec offers
 exactly its rows, and every row names a counter the sampler knows and attachments it can resolve."""
 

@@ -1,5 +1,6 @@
 # Copyright: xdplab.testbed contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
 """module_utils/xdp/_bpf.py pure parts: cpu lists, per-CPU buffers, counters, netlink attributes."""
 
 from __future__ import annotations

@@ -1,4 +1,5 @@
-"""Reading records back, matching, A/B in ns/packet, sweeps, noise (issue 3 items 3, 5, 7).
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""Reading records back, matching, A/B in ns/packet, sweeps, noise.
 
 Records are built with the lead's record writer (module_utils/results/_record_schema.py), so
 what is read here is what bench_run writes.
@@ -27,8 +28,9 @@ ENV_A = {"cpu_model": "AMD EPYC", "cpu_mhz": 2596.1, "kernel": "6.18.44", "ethto
 ENV_B = {**ENV_A, "kernel": "6.18.44+patched"}
 
 
-def rec(scenario="xdp_drop", variant="baseline", params=None, samples=(5e6, 5.01e6, 4.99e6), env=ENV_A,
+def rec(scenario="xdp_drop", variant="baseline", params=None, samples=(5e6, 5.01e6, 4.99e6), env=None,
         run_id="20261129T215000Z-aaaaaa"):
+    env = ENV_A if env is None else env
     return build_record(run_id=run_id, scenario=scenario, variant=variant, tool="xdpgen",
                         params=params or {"pkt_size": 64}, samples=list(samples), environment=env,
                         started="2026-11-29T21:50:00Z", duration_s=3.0)
@@ -89,7 +91,7 @@ def test_match_variants_in_one_dir(tmp_path):
     put(tmp_path / "run", rec())
     put(tmp_path / "run", rec(variant="patched"))
     recs = load_results(str(tmp_path / "run"))
-    pairs, _ = match(recs, recs, base_variant="baseline", cand_variant="patched")
+    pairs, _dummy = match(recs, recs, base_variant="baseline", cand_variant="patched")
     assert [(b[0]["variant"], c[0]["variant"]) for b, c in pairs] == [("baseline", "patched")]
     with pytest.raises(RecordError, match="needs baseline_variant and candidate_variant"):
         match(recs, recs)
@@ -174,7 +176,7 @@ def test_sweep_rows_and_deltas():
 
 def test_noise_aa_and_repetitions():
     rng = random.Random(42)
-    recs = [rec(samples=[rng.gauss(5e6, 2.5e4) for _ in range(5)], run_id=f"r{i}") for i in range(30)]
+    recs = [rec(samples=[rng.gauss(5e6, 2.5e4) for _dummy in range(5)], run_id=f"r{i}") for i in range(30)]
     nz = noise(recs)
     # 2.5e4 / 5e6 * 200 ns = 1 ns per repetition
     assert nz["pooled_stdev_ns"] == pytest.approx(1.0, rel=0.15)

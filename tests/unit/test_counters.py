@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-3.0-or-later
 """Counter specs, ethtool -S parsing and CPU shares (module_utils/traffic/_dut_counters.py)."""
 
 from __future__ import annotations

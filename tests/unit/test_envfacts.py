@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-3.0-or-later
 """Environment fingerprint from a captured host tree (module_utils/results/_environment.py).
 
 The tree is built from files read on this test VM (6.18 kernel, 2 vCPUs) plus
@@ -73,7 +74,7 @@ def test_boot_config_fallback_and_patches(vm_root):
     write(vm_root, "/boot/config-6.18.44-fc-v669", "CONFIG_X=y\n")
     series = [{"subject": "net: pktgen: add foo", "patch_id": "0123abcd"}]
     write(vm_root, "/etc/xdplab/kernel-series.json", json.dumps({"variant": "patched", "patches": series}))
-    facts, _ = ef.gather([], root=str(vm_root), live=False)
+    facts, _dummy = ef.gather([], root=str(vm_root), live=False)
     assert facts["kernel_config_sha256"] == hashlib.sha256(b"CONFIG_X=y\n").hexdigest()
     assert facts["kernel_config_source"] == "/boot/config-6.18.44-fc-v669"
     assert facts["kernel_patches"] == series
@@ -81,7 +82,7 @@ def test_boot_config_fallback_and_patches(vm_root):
 
 def test_no_config_anywhere_is_absent(vm_root):
     (vm_root / "proc/config.gz").unlink()
-    facts, _ = ef.gather([], root=str(vm_root), live=False)
+    facts, _dummy = ef.gather([], root=str(vm_root), live=False)
     assert "kernel_config_sha256" not in facts
 
 
@@ -103,7 +104,7 @@ def test_governor_tuned_netfilter_irqs(vm_root):
     for irq in ("41", "42"):
         write(vm_root, f"/sys/class/net/eth0/device/msi_irqs/{irq}", "msix\n")
         write(vm_root, f"/proc/irq/{irq}/smp_affinity_list", "1\n" if irq == "42" else "0\n")
-    facts, _ = ef.gather(["eth0"], root=str(vm_root), live=False)
+    facts, _dummy = ef.gather(["eth0"], root=str(vm_root), live=False)
     assert facts["governor"] == "performance"
     assert facts["tuned_profile"] == "network-latency"
     assert facts["netfilter_modules"] == ["nf_tables", "nfnetlink", "xt_conntrack"]
@@ -113,7 +114,7 @@ def test_governor_tuned_netfilter_irqs(vm_root):
 def test_mixed_governors_per_cpu(vm_root):
     write(vm_root, "/sys/devices/system/cpu/cpu0/cpufreq/scaling_governor", "performance\n")
     write(vm_root, "/sys/devices/system/cpu/cpu1/cpufreq/scaling_governor", "powersave\n")
-    facts, _ = ef.gather([], root=str(vm_root), live=False)
+    facts, _dummy = ef.gather([], root=str(vm_root), live=False)
     assert facts["governor"] == {"cpu0": "performance", "cpu1": "powersave"}
 
 
@@ -125,7 +126,7 @@ def test_unknown_interface_named(vm_root):
 def test_reader_failures_become_warnings(vm_root):
     r = ef.SystemReader(str(vm_root))
 
-    def boom(_):
+    def boom(_dummy):
         raise RuntimeError("netlink says no")
 
     out = ef.interface_facts("veth0", r, ethtool_reader=boom, xdp_reader=boom,

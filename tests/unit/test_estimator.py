@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-3.0-or-later
 """One estimator everywhere, replication units, degenerate cases and Holm across report rows."""
 
 from __future__ import annotations

@@ -1,5 +1,6 @@
 # Copyright: xdplab.testbed contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
 """Restores are exact or keep the original: a snapshot is removed only after its values are written
 back and read back equal (host knobs, sysctls, IRQ affinity, NIC settings), and knobs are restored in
 an order where none overrides another (the tuned profile before the governor)."""

@@ -1,4 +1,5 @@
-"""Generator argv/config builders (plugins/module_utils/traffic/_xdpgen_trafgen_argv.py), issue 2 item 5.
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""Generator argv/config builders (plugins/module_utils/traffic/_xdpgen_trafgen_argv.py).
 
 Cases are data: params in, the exact argv (or the error naming the bad value) out.
 The trafgen configuration is also checked by its frame layout: the byte count it
@@ -83,7 +84,7 @@ BAD = [
 ]
 
 
-@pytest.mark.parametrize("params,msg", BAD, ids=[m for _, m in BAD])
+@pytest.mark.parametrize("params,msg", BAD, ids=[m for _dummy, m in BAD])
 def test_xdpgen_bad_params_named(params, msg):
     with pytest.raises(GeneratorParamError) as exc:
         xdpgen_argv(params)

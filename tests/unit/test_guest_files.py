@@ -1,5 +1,6 @@
 # Copyright: xdplab.testbed contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
 """Files shared read-write with a QEMU guest are the guest's: the host recreates the directory each
 run, writes with O_EXCL|O_NOFOLLOW and reads only regular files with O_NOFOLLOW, so a symlink or FIFO
 the guest planted never makes root write or read elsewhere."""

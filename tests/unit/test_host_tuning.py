@@ -1,5 +1,6 @@
 # Copyright: xdplab.testbed contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
 """_tuning_host on fake trees: the knobs this VM lacks (cpufreq governors, turbo, SMT control,
 loadable netfilter modules, a grub defaults file) exercised on tmp_path copies of what real hosts have."""
 

@@ -1,5 +1,6 @@
 # Copyright: xdplab.testbed contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
 """host_tuning's present/restored with a recorded run_command: the exact argv for netfilter unload
 (users first) and reload (reverse), the opt-in gates, the snapshot content, check mode, and the
 grub path — knobs this VM cannot exercise for real (no loadable modules, no grub)."""
@@ -114,14 +115,14 @@ def test_kernel_cmdline_edit_then_restore(tmp_path, loaded):
     grub = tmp_path / "grub"
     grub.write_text('GRUB_DEFAULT=0\nGRUB_CMDLINE_LINUX="console=ttyS0"\n')
     mod = FakeModule(tmp_path, kernel_cmdline={"isolcpus": "2-3", "nohz_full": "2-3"})
-    result, _ = run(mod)
+    result, _dummy = run(mod)
     assert result["reboot_required"] and result["changes"]["kernel_cmdline"] == {
         "before": "console=ttyS0", "after": "console=ttyS0 isolcpus=2-3 nohz_full=2-3"}
     assert 'GRUB_CMDLINE_LINUX="console=ttyS0 isolcpus=2-3 nohz_full=2-3"' in grub.read_text()
     assert any("update-grub not found" in w for w in mod.warnings)
-    again, _ = run(FakeModule(tmp_path, kernel_cmdline={"isolcpus": "2-3", "nohz_full": "2-3"}))
+    again, _dummy = run(FakeModule(tmp_path, kernel_cmdline={"isolcpus": "2-3", "nohz_full": "2-3"}))
     assert not again["changed"] and not again["reboot_required"]
-    back, _ = run(FakeModule(tmp_path, state="restored"), "restored")
+    back, _dummy = run(FakeModule(tmp_path, state="restored"), "restored")
     assert back["reboot_required"]
     assert grub.read_text() == 'GRUB_DEFAULT=0\nGRUB_CMDLINE_LINUX="console=ttyS0"\n'
 
@@ -133,6 +134,6 @@ def test_unsupported_knobs_fail_before_anything_or_are_skipped(tmp_path, loaded)
     assert mod.calls == []
     mod = FakeModule(tmp_path, governor="performance", netfilter_unload=True, allow_netfilter_unload=True,
                      on_unsupported="skip")
-    result, _ = run(mod)
+    result, _dummy = run(mod)
     assert result["skipped_settings"] == ["governor: this host has no cpufreq scaling_governor"]
     assert mod.calls[0] == ["/usr/sbin/rmmod", "nft_chain_nat"]

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-3.0-or-later
 """Hostile input, property-based (hypothesis): shell metacharacters, newlines, ../ traversal, huge
 numbers, unicode interface names.
 

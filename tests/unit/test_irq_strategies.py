@@ -1,5 +1,6 @@
 # Copyright: xdplab.testbed contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
 """_irq on fake sysfs/procfs trees: a 4-queue NIC on NUMA node 1 of a two-node, 8-CPU host (what no
 machine here has)., a virtio-net device (vectors on the parent PCI function, as on this VM) and a
 driver without MSI naming its IRQs after the interface.

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-3.0-or-later
 """Unit tests for the private _kernel helpers: patch parsing, series planning, Kconfig checks, build keys."""
 
 from __future__ import annotations

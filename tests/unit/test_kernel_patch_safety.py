@@ -1,5 +1,6 @@
 # Copyright: xdplab.testbed contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
 """kernel_patch on fetched code: a URL needs a sha256 unless waived for that patch, nothing is fetched
 or run before that is settled, and every git command runs with the tree's hooks switched off."""
 

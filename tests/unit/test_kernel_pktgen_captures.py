@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-3.0-or-later
 """The pktgen outputs captured inside a kernel-role guest (tests/unit/fixtures/pktgen/qemu_*) parse with
 the collection's pktgen parser to the figures printed in them."""
 

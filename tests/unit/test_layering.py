@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-3.0-or-later
 """The layering of plugins/module_utils (docs/architecture.md), checked by walking every import.
 
 Each package may import only the packages listed for it; module_utils never imports modules, action

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-3.0-or-later
 """State ledger entries, teardown order and the run lock (module_utils/state/_ledger.py)."""
 
 from __future__ import annotations
@@ -67,7 +68,7 @@ def test_record_is_idempotent_and_private(tmp_path):
     assert json.loads(open(path).read())["run_id"] == "run1"
     assert oct(os.stat(d).st_mode & 0o777) == "0o700"
     assert oct(os.stat(path).st_mode & 0o777) == "0o600"
-    assert [x for _, x in entries(d)][0]["key"] == {"name": "xdplab-dut"}
+    assert [x for _dummy, x in entries(d)][0]["key"] == {"name": "xdplab-dut"}
 
 
 def test_same_interface_in_two_namespaces_are_two_entries():
@@ -104,7 +105,7 @@ def test_teardown_order_and_objects_inside_doomed_namespaces():
         ("p4", check_entry("qemu", {"pid": 4242, "cmdline_sha256": "0" * 64})),
         ("p5", check_entry("nft", {"family": "inet", "table": "xdplab_bench"})),
     ]
-    plan = [p for p, _ in teardown_plan(items)]
+    plan = [p for p, _dummy in teardown_plan(items)]
     assert plan[:4] == ["p4", "p3", "p5", "p1"]  # processes, interfaces, nft, then namespaces
     assert plan[4] == "p2"  # goes with its namespace: last, found gone
 
@@ -171,7 +172,7 @@ def test_qemu_entry_hashes_the_cmdline_and_names_its_owner():
     try:
         entry = qemu_entry(proc.pid, ["sleep", "30"])
         # Right after a vfork()+exec the new image's arguments may not be set up yet (empty cmdline).
-        for _ in range(500):
+        for _dummy in range(500):
             with open(f"/proc/{proc.pid}/cmdline", "rb") as fh:
                 cmdline = fh.read()
             if cmdline:

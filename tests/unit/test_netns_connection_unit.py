@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-3.0-or-later
 """Connection plugin xdplab.testbed.netns without the kernel: the command it runs (captured at the
 subprocess boundary), the fallback to the host name, and the unreachable error naming the namespace.
 (Option resolution from inventory variables is covered by tests/integration/test_netns_connection.py.)"""
@@ -31,7 +32,7 @@ def make(remote_addr="gen", **options):
     pc.remote_addr = remote_addr
     conn = netns_plugin.Connection(pc)
     # The plugin loader would fill these from inventory variables; set them as it would.
-    conn.get_option = lambda name: options.get(name)
+    conn.get_option = options.get
     return conn
 
 
@@ -58,7 +59,7 @@ def test_command_runs_under_ip_netns_exec(fake_run):
 def test_netns_option_wins_else_the_host_name(fake_run):
     make(remote_addr="h3-host", netns="h3-option", ip_executable="/bin/ip").exec_command("true")
     make(remote_addr="h3-host", ip_executable="/bin/ip").exec_command("true")
-    assert [shlex.split(argv)[3] for argv, _ in fake_run] == ["h3-option", "h3-host"]
+    assert [shlex.split(argv)[3] for argv, _dummy in fake_run] == ["h3-option", "h3-host"]
 
 
 def test_missing_namespace_is_unreachable_and_named(fake_run):

@@ -1,5 +1,6 @@
 # Copyright: xdplab.testbed contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
 """_ethtool message classes (encoded and decoded through pyroute2, as the kernel's replies are),
 read_nic_raw's unsupported/no-device handling and nic_tuning's all-or-nothing apply against a mocked
 netlink object that fails midway."""
@@ -91,7 +92,7 @@ def test_attribute_tables_follow_the_uapi_header(prefix, table, aliases):
     if not UAPI.exists():
         pytest.fail(f"{UAPI} missing: install linux-libc-dev")
     header = [aliases.get(n, n) for n in uapi_enum(prefix)]
-    ours = [n for n, _ in table]
+    ours = [n for n, _dummy in table]
     n = min(len(header), len(ours))
     assert n >= 5
     assert ours[:n] == header[:n]

@@ -1,4 +1,5 @@
-"""Tool parsers against real captured output (issue 3 item 1).
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""Tool parsers against real captured output.
 
 Where each sample comes from is written in the first line(s) of the fixture
 (``#xdplab-fixture: ...``): captured here (sockperf, iperf3, trafgen), taken

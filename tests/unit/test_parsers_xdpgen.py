@@ -1,4 +1,5 @@
-"""xdpgen parser (issue 3 item 1).
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""xdpgen parser.
 
 Source of the samples: the output CONTRACT in notes/h2-gen.md (the generator
 is being written in parallel). Real captures from helper H2 land in

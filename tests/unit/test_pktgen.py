@@ -1,5 +1,6 @@
 # Copyright: xdplab.testbed contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
 """_pktgen against a fake /proc/net/pktgen tree: command planning, pgset result checks, refusals,
 duration runs stopped by 'stop', results parsed from real captured device files."""
 
@@ -148,7 +149,7 @@ def test_count_run_configures_starts_and_parses(tmp_path):
     s = spec(burst=8, clone_skb=64, pkt_size=64)
     pg.configure(s)
     pg.start_blocking(None, timeout=5)
-    res = pg.results([d for _, d in device_names(s)])
+    res = pg.results([d for _dummy, d in device_names(s)])
     assert fake.writes[0] == ("pgctrl", "reset")
     assert ("dummy0", "burst 8") in fake.writes and fake.writes[-1] == ("pgctrl", "start")
     assert res["pps"] == 2158546.0 and res["packets"] == 200000
@@ -165,7 +166,7 @@ def test_duration_run_is_stopped_after_the_duration(tmp_path):
     seconds = pg.start_blocking(s["duration"], timeout=5)
     assert 0.25 <= seconds < 5
     assert ("pgctrl", "stop") in fake.writes
-    res = pg.results([d for _, d in device_names(s)])
+    res = pg.results([d for _dummy, d in device_names(s)])
     assert [d["device"] for d in res["devices"]] == ["dummy0@0", "dummy0@1"]
     # all packets over the wall span (the longest device), not the sum of the per-device rates
     span = max(d["usec"] for d in res["devices"]) / 1e6

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-3.0-or-later
 """Every plugin's DOCUMENTATION, EXAMPLES and RETURN parse as YAML and say what ansible-doc needs."""
 
 from __future__ import annotations

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-3.0-or-later
 """Unit tests for the private _qemu helpers (argv, init script, initramfs, validation)."""
 
 from __future__ import annotations

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-3.0-or-later
 """qemu_exec module logic with _qemu.probe_kvm/_qemu.run mocked: accelerator choice, KVM->TCG fallback,
 failure on timeout / missing exit status / nonzero rc, rundir rules."""
 
@@ -73,12 +74,12 @@ def test_explicit_kvm_does_not_fall_back(tmp_path):
     ],
 )
 def test_failures(tmp_path, result, args, needle):
-    res, _ = _run_module(args, results=[result], tmp_path=tmp_path)
+    res, _dummy = _run_module(args, results=[result], tmp_path=tmp_path)
     assert res["failed"] is True and needle in res["msg"]
 
 
 def test_nonzero_rc_allowed(tmp_path):
-    res, _ = _run_module({"fail_on_rc": False}, results=[_result(rc=2)], tmp_path=tmp_path)
+    res, _dummy = _run_module({"fail_on_rc": False}, results=[_result(rc=2)], tmp_path=tmp_path)
     assert not res.get("failed") and res["rc"] == 2
 
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-3.0-or-later
 """Result record v1 building and atomic writing (module_utils/results/_record_schema.py)."""
 
 from __future__ import annotations
@@ -56,7 +57,7 @@ def test_extra_fields_cannot_overwrite_v1_fields():
 
 
 def test_run_id_format_and_uniqueness():
-    ids = {new_run_id() for _ in range(20)}
+    ids = {new_run_id() for _dummy in range(20)}
     assert len(ids) == 20
     assert all(RUN_ID_RE.match(i) for i in ids)
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-3.0-or-later
 """Interleaved rounds (module_utils/results/_rounds.py, filter bench_schedule)."""
 
 from __future__ import annotations

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-3.0-or-later
 """Cutting a DUT counter series into per-repetition bursts (module_utils/traffic/_counter_bursts.py)."""
 
 from __future__ import annotations

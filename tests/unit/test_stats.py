@@ -1,4 +1,5 @@
-"""Statistics (issue 3): record v1 summary, t quantiles, Welch, A/A helpers.
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""Statistics: record v1 summary, t quantiles, Welch, A/A helpers.
 
 Reference t quantiles are the two-sided 95 % table values (e.g. NIST/SEMATECH
 e-Handbook table 1.3.6.7.2), reference summaries hand-computed below.
@@ -134,7 +135,7 @@ def test_welch_n1_no_interval():
 
 def test_aa_false_positive_rate_is_about_5_percent():
     rng = random.Random(1234)
-    recs = [{"samples": [rng.gauss(5e6, 5e4) for _ in range(5)]} for _ in range(40)]
+    recs = [{"samples": [rng.gauss(5e6, 5e4) for _dummy in range(5)]} for _dummy in range(40)]
     res = aa_false_positive_rate(recs)
     assert res["comparisons"] == 40 * 39 // 2
     assert res["rate"] < 0.10
@@ -144,7 +145,7 @@ def test_aa_false_positive_rate_is_about_5_percent():
 
 def test_aa_detects_a_real_shift():
     rng = random.Random(7)
-    recs = [{"samples": [rng.gauss(5e6 + (i % 2) * 5e5, 1e4) for _ in range(5)]} for i in range(6)]
+    recs = [{"samples": [rng.gauss(5e6 + (i % 2) * 5e5, 1e4) for _dummy in range(5)]} for i in range(6)]
     assert aa_false_positive_rate(recs)["rate"] > 0.5
 
 

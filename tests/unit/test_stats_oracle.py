@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-3.0-or-later
 """The statistics against scipy/numpy (test-only dependencies) on random and adversarial cases."""
 
 from __future__ import annotations

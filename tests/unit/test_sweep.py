@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-3.0-or-later
 """Sweep planner: matrix expansion, interleaved A/B order, time budget, per-point record merging."""
 
 from __future__ import annotations

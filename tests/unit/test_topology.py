@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-3.0-or-later
 """netns_topology pure logic: spec validation (every bad value named) and the plan = diff(desired, live).
 
 A small simulator applies a plan to a fake live snapshot the way the kernel would (deleting one veth end
@@ -102,8 +103,8 @@ def simulate(live, actions):
     return live
 
 
-def empty_live(names=NS):
-    return {ns: None for ns in names}
+def empty_live(names=None):
+    return {ns: None for ns in (NS if names is None else names)}
 
 
 # ----------------------------------------------------------------- validation

@@ -1,5 +1,6 @@
 # Copyright: xdplab.testbed contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
 """_tuning: request normalization, the NIC planner against raw reads shaped like the kernel's
 (netdevsim-like and veth-like), snapshots and the snapshot store."""
 
@@ -31,9 +32,9 @@ NIC = {
 LINK = {"mtu": 1500, "min_mtu": 68, "max_mtu": 9600}
 
 
-def plan(desired, current=None, unsupported=None, link=LINK):
+def plan(desired, current=None, unsupported=None, link=None):
     return t.plan_nic("eth9", current if current is not None else NIC, unsupported or {},
-                      t.normalize_request(desired), link)
+                      t.normalize_request(desired), LINK if link is None else link)
 
 
 def test_latency_setup_plans_exactly_the_differences():

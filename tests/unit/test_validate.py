@@ -1,5 +1,6 @@
 # Copyright: xdplab.testbed contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
 """One validator per kind of name (_validate), and the places that used to paste text unchecked into
 files a shell or parser reads: /etc/default/grub, nftables rulesets, results directories, record file
 names and QEMU option strings."""

@@ -1,5 +1,6 @@
 # Copyright: xdplab.testbed contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
 """module_utils/xdp/_program_objects.py: ELF program listing, program selection, map entry encoding, attach plan;
 and the xdp_prog module's detach path with a mocked run_command."""
 
@@ -38,7 +39,7 @@ def make_elf(sections, symbols, machine=_xdp.EM_BPF, endian="<", elf_class=2):
         symtab += sym.pack(soff, (bind << 4) | typ, 0, index[sec], 0, 8)
         soff += len(name) + 1
     n_sec = len(sections)
-    bodies = [b"\x95" + b"\0" * 7 for _ in sections] + [symtab, strtab, shstr]
+    bodies = [b"\x95" + b"\0" * 7 for _dummy in sections] + [symtab, strtab, shstr]
     data = bytearray(64)
     offsets = []
     for b in bodies:

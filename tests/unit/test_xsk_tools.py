@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-3.0-or-later
 """argv builders of xskgen/udpgen/sockperf/iperf3/testpmd and the DUT servers; sink/info parsers on real output."""
 
 from __future__ import annotations
@@ -83,7 +84,7 @@ BAD = [
 ]
 
 
-@pytest.mark.parametrize(("tool", "params", "msg"), BAD, ids=[m[:30] for _, _, m in BAD])
+@pytest.mark.parametrize(("tool", "params", "msg"), BAD, ids=[m[:30] for _dummy, _dummy, m in BAD])
 def test_bad_client_params_name_the_value(tool, params, msg):
     with pytest.raises(GeneratorParamError) as exc:
         client_argv(tool, params)

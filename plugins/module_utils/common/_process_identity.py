@@ -1,5 +1,6 @@
 # Copyright: xdplab.testbed contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
 """Process identity, and signals sent only to the process meant. Private to the xdplab.testbed collection.
 
 A pid alone names whatever process has it now: after the process exits, or after a reboot, it may be

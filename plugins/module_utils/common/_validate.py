@@ -1,5 +1,6 @@
 # Copyright: xdplab.testbed contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
 """One validator per kind of name. Private to the xdplab.testbed collection.
 
 Every module, filter and template that takes a name of one of these kinds checks it here, so a name

@@ -1,5 +1,6 @@
 # Copyright: xdplab.testbed contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
 """Boot a kernel under QEMU, run one command inside, bring back its output.
 
 PRIVATE to the xdplab.testbed collection: not a public API, may change without notice.
@@ -281,7 +282,8 @@ def build_initramfs(busybox: str, init: str) -> bytes:
 _KVM_PROBE = """
 import ctypes, fcntl, mmap, os, struct
 kvm = os.open('/dev/kvm', os.O_RDWR | os.O_CLOEXEC)
-assert fcntl.ioctl(kvm, 0xAE00) == 12, 'KVM API version is not 12'
+if fcntl.ioctl(kvm, 0xAE00) != 12:
+    raise SystemExit('KVM API version is not 12')
 vm = fcntl.ioctl(kvm, 0xAE01, 0)
 mem = mmap.mmap(-1, 0x1000)
 mem.write(bytes([0xB0, 0x42, 0xE6, 0x10, 0xF4]))
@@ -302,7 +304,8 @@ for _ in range(4):
     seen.append(struct.unpack_from('<I', run, 8)[0])
     if seen[-1] == 5:
         break
-assert seen[-1] == 5 and 2 in seen, f'unexpected KVM exits {seen}'
+if seen[-1] != 5 or 2 not in seen:
+    raise SystemExit(f'unexpected KVM exits {seen}')
 """
 
 
@@ -319,7 +322,7 @@ def probe_kvm(timeout: float = 3.0) -> tuple[bool, str]:
     except OSError as exc:
         return False, f"cannot start KVM probe: {exc}"
     try:
-        _, err = proc.communicate(timeout=timeout)
+        _dummy, err = proc.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:
         _kill_group(proc)
         return False, f"KVM probe did not answer within {timeout}s (hung /dev/kvm)"

@@ -1,5 +1,6 @@
 # Copyright (c) xdplab.testbed contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
 #
 # PRIVATE to the xdplab.testbed collection: not a public API, may change without notice.
 #
@@ -95,7 +96,7 @@ def parse_cpu_list(text: str) -> list[int]:
     if not text:
         return out
     for part in text.split(","):
-        lo, _, hi = part.partition("-")
+        lo, _dummy, hi = part.partition("-")
         try:
             a, b = int(lo), int(hi) if hi else int(lo)
         except ValueError:

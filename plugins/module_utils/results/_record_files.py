@@ -1,5 +1,6 @@
 # Copyright (c) xdplab.testbed contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
 #
 # PRIVATE to the xdplab.testbed collection: not a public API, may change without notice.
 #

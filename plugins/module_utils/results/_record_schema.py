@@ -1,5 +1,6 @@
 # Copyright: xdplab.testbed contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
 """Result record v1: building, naming and atomic writing. Private to the xdplab.testbed collection.
 
 The record format is a contract (docs/architecture.md "Result record v1"); reading and validating records for
@@ -11,6 +12,7 @@ from __future__ import annotations
 import datetime as _dt
 import hashlib
 import json
+import math
 import secrets
 from typing import Any
 
@@ -78,7 +80,7 @@ def build_record(
     if not samples:
         raise ValueError(f"scenario {scenario!r}: no samples, nothing to record")
     for s in samples:
-        if not isinstance(s, (int, float)) or s != s or s < 0:
+        if not isinstance(s, (int, float)) or math.isnan(s) or s < 0:
             raise ValueError(f"scenario {scenario!r}: invalid sample {s!r} (packets/s must be a number >= 0)")
     pkt_size = params.get("pkt_size")
     try:

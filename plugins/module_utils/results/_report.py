@@ -1,11 +1,13 @@
 # Copyright (c) xdplab.testbed contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
 #
 # PRIVATE to the xdplab.testbed collection: not a public API, may change without notice.
 #
 # Reports from result records: the data (sweep rows, A/B comparisons, noise,
 # environment block) and its renderings: plain text for a mailing-list cover
-# letter (environment first), Markdown, CSV and PNG (matplotlib, Agg backend).
+# letter (environment first), Markdown and CSV; PNG (_render_png) and HTML
+# (_render_html) render the same data.
 # Files are written atomically by the caller through common._atomic_files.atomic_write.
 """Report building and rendering for xdplab.testbed results."""
 
@@ -27,8 +29,13 @@ from ansible_collections.xdplab.testbed.plugins.module_utils.results._compare im
     sweep_tables,
 )
 from ansible_collections.xdplab.testbed.plugins.module_utils.results._record_files import load_results
+from ansible_collections.xdplab.testbed.plugins.module_utils.results._render_png import (
+    ns_interval,
+    pps_interval,
+    render_png,
+)
 
-FORMATS = ("text", "markdown", "csv", "png")
+FORMATS = ("text", "markdown", "csv", "png", "html")
 
 
 # ------------------------------------------------------------------- data
@@ -50,6 +57,9 @@ def build(results: list[str], *, baseline_variant: str | None = None,
         "environment": _first_env(sets[0]),
         "noise": noise(all_records),
         "warnings": [f"{r['_path']}: {w}" for r in all_records for w in r.get("warnings") or []],
+        # What the renderers' warnings need from the records beyond the rows.
+        "record_meta": {r["_path"]: {"bound": r.get("bound"), "duration_s": r.get("duration_s")}
+                        for r in all_records},
     }
     if len(sets) == 2 or baseline_variant or candidate_variant:
         base = sets[0]
@@ -102,6 +112,10 @@ def _f2(v: float | None) -> str:
 
 def _csv2(v: float | None) -> str:
     return "" if v is None else f"{v:.2f}"
+
+
+def _csv_ci(ci: list[float] | None) -> list[str]:
+    return ["", ""] if not ci else [f"{ci[0]:.2f}", f"{ci[1]:.2f}"]
 
 
 def _d2(v: float | None) -> str:
@@ -314,7 +328,8 @@ def render_csv(report: dict) -> str:
     if "comparisons" in report:
         w.writerow(["scenario", "params", "baseline_pps", "baseline_ns_per_packet", "baseline_n",
                     "candidate_pps", "candidate_ns_per_packet", "candidate_n", "delta_ns_per_packet",
-                    "ci95_ns_lo", "ci95_ns_hi", "significant", "percent", "method"])
+                    "ci95_ns_lo", "ci95_ns_hi", "significant", "percent", "method",
+                    "baseline_ns_ci95_lo", "baseline_ns_ci95_hi", "candidate_ns_ci95_lo", "candidate_ns_ci95_hi"])
         for c in report["comparisons"]:
             ci = c["ci95_ns"] or [None, None]
             w.writerow([c["scenario"], json.dumps(c["params"], sort_keys=True), f"{c['baseline']['mean']:.2f}",
@@ -322,67 +337,17 @@ def render_csv(report: dict) -> str:
                         f"{c['candidate']['ns_per_packet']:.2f}", c["candidate"]["n"],
                         f"{c['delta_ns_per_packet']:.2f}", _csv2(ci[0]), _csv2(ci[1]),
                         "" if c["ci95_ns"] is None else str(c["significant"]).lower(),
-                        f"{c['percent']:.2f}", c["method"]])
+                        f"{c['percent']:.2f}", c["method"],
+                        *_csv_ci(c["baseline"].get("ci95_ns")), *_csv_ci(c["candidate"].get("ci95_ns"))])
     else:
-        w.writerow(["scenario", "variant", "params", "pps", "ns_per_packet", "delta_prev_ns", "delta_base_ns", "n"])
+        w.writerow(["scenario", "variant", "params", "pps", "ns_per_packet", "delta_prev_ns", "delta_base_ns", "n",
+                    "pps_ci95_lo", "pps_ci95_hi", "ns_ci95_lo", "ns_ci95_hi"])
         for t in report["sweeps"]:
             for r in t["rows"]:
                 w.writerow([t["scenario"], t["variant"], json.dumps(r["params"], sort_keys=True),
                             f"{r['pps']:.2f}", f"{r['ns_per_packet']:.2f}", _csv2(r["delta_prev_ns"]),
-                            _csv2(r["delta_base_ns"]), r["n"]])
+                            _csv2(r["delta_base_ns"]), r["n"], *_csv_ci(pps_interval(r)), *_csv_ci(ns_interval(r))])
     return buf.getvalue()
-
-
-def render_png(report: dict, path: str) -> None:
-    """A/B: bars of ns/packet with 95% CI whiskers per scenario/params. Sweep: pps and
-    ns/packet against the varying param (one line per scenario/variant)."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    if "comparisons" in report:
-        cmps = report["comparisons"]
-        fig, ax = plt.subplots(figsize=(max(6, 1.6 * len(cmps) + 2), 4.5))
-        width = 0.38
-        for j, (side, color) in enumerate((("baseline", "#4c72b0"), ("candidate", "#dd8452"))):
-            xs = [i + (j - 0.5) * width for i in range(len(cmps))]
-            ys = [c[side]["ns_per_packet"] for c in cmps]
-            errs = [[0, 0] if c[side]["ci95_ns"] is None else
-                    [max(0.0, y - c[side]["ci95_ns"][0]), max(0.0, c[side]["ci95_ns"][1] - y)]
-                    for c, y in zip(cmps, ys, strict=True)]
-            ax.bar(xs, ys, width, color=color, label=f"{side} ({cmps[0][side]['variant']})",
-                   yerr=list(zip(*errs, strict=True)), capsize=4)
-        ax.set_xticks(range(len(cmps)))
-        ax.set_xticklabels([f"{c['scenario']}\n{_params(c['params'])}" for c in cmps], fontsize=8)
-        ax.set_ylabel("ns/packet (95% CI)")
-        ax.set_title("A/B: ns/packet, lower is faster")
-        ax.legend()
-    else:
-        fig, (a1, a2) = plt.subplots(1, 2, figsize=(11, 4.5))
-        for t in report["sweeps"]:
-            if len(t["varying"]) != 1:
-                continue
-            key = t["varying"][0]
-            xs = [r["params"].get(key) for r in t["rows"]]
-            label = f"{t['scenario']}/{t['variant']}"
-            try:
-                xs = [float(x) for x in xs]
-            except (TypeError, ValueError):
-                xs = [str(x) for x in xs]
-            a1.plot(xs, [r["pps"] / 1e6 for r in t["rows"]], marker="o", label=label)
-            a2.plot(xs, [r["ns_per_packet"] for r in t["rows"]], marker="o", label=label)
-            a1.set_xlabel(key)
-            a2.set_xlabel(key)
-        a1.set_ylabel("Mpps")
-        a2.set_ylabel("ns/packet")
-        a1.set_title("Sweep: packet rate")
-        a2.set_title("Sweep: ns/packet")
-        if a1.lines:
-            a1.legend(fontsize=8)
-    fig.tight_layout()
-    fig.savefig(path, format="png", dpi=110)
-    plt.close(fig)
 
 
 def render(report: dict, fmt: str, path: str) -> None:
@@ -390,7 +355,12 @@ def render(report: dict, fmt: str, path: str) -> None:
     if fmt == "png":
         render_png(report, path)
         return
-    if fmt == "text":
+    if fmt == "html":
+        # Imported here: _render_html uses this module's text helpers.
+        from ansible_collections.xdplab.testbed.plugins.module_utils.results._render_html import render_html
+
+        text = render_html(report)
+    elif fmt == "text":
         text = render_text(report)
     elif fmt == "markdown":
         text = render_text(report, markdown=True)

@@ -1,5 +1,6 @@
 # Copyright (c) xdplab.testbed contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
 #
 # PRIVATE to the xdplab.testbed collection: not a public API, may change without notice.
 #
@@ -135,7 +136,7 @@ def t_quantile(p: float, df: float) -> float:
         lo, hi = hi, hi * 2.0
         if hi > 1e12:  # pragma: no cover - p astronomically close to 1
             raise StatsError(f"t quantile out of range for p={p!r}, df={df!r}")
-    for _ in range(200):
+    for _dummy in range(200):
         mid = (lo + hi) / 2.0
         if t_cdf(mid, df) < p:
             lo = mid
@@ -151,7 +152,7 @@ def normal_quantile(p: float) -> float:
     if not 0.0 < p < 1.0:
         raise StatsError(f"probability must be in (0, 1), got {p!r}")
     lo, hi = -40.0, 40.0
-    for _ in range(200):
+    for _dummy in range(200):
         mid = (lo + hi) / 2.0
         if 0.5 * (1.0 + math.erf(mid / math.sqrt(2.0))) < p:
             lo = mid
@@ -265,7 +266,7 @@ def repetitions_needed(stdev_ns: float, delta_ns: float = 1.0, level: float = 0.
         return 2
     za, zb = normal_quantile(0.5 + level / 2.0), normal_quantile(power)
     n = max(2, math.ceil(2 * (za + zb) ** 2 * stdev_ns ** 2 / delta_ns ** 2))
-    for _ in range(50):
+    for _dummy in range(50):
         df = 2 * n - 2
         ta, tb = t_quantile(0.5 + level / 2.0, df), t_quantile(power, df)
         new = max(2, math.ceil(2 * (ta + tb) ** 2 * stdev_ns ** 2 / delta_ns ** 2))

@@ -1,5 +1,6 @@
 # Copyright (c) xdplab.testbed contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
 #
 # PRIVATE to the xdplab.testbed collection: not a public API, may change without notice.
 #
@@ -49,8 +50,8 @@ def expand(matrix: dict[str, Any] | None) -> list[dict]:
         if len({json.dumps(v, sort_keys=True) for v in vals}) != len(vals):
             raise SweepError(f"matrix parameter {key!r} repeats a value: {vals!r}")
         axes.append((key, vals))
-    return [dict(zip([k for k, _ in axes], combo, strict=True))
-            for combo in itertools.product(*[v for _, v in axes])]
+    return [dict(zip([k for k, _dummy in axes], combo, strict=True))
+            for combo in itertools.product(*[v for _dummy, v in axes])]
 
 
 def _variants(variants: Any) -> list[dict]:

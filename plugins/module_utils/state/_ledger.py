@@ -1,5 +1,6 @@
 # Copyright: xdplab.testbed contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
 """State ledger and run lock. Private to the xdplab.testbed collection.
 
 Ledger: everything the collection creates on a host (namespaces, XDP attachments, tc qdiscs, nftables

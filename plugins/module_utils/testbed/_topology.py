@@ -1,5 +1,6 @@
 # Copyright: (c) 2026, xdplab.testbed contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
 """Topology spec validation and planning for the netns_topology module.
 
 PRIVATE to the xdplab.testbed collection: no stability promise outside it.

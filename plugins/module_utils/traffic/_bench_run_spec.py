@@ -1,5 +1,6 @@
 # Copyright: xdplab.testbed contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
 """Argument specs of bench_run, shared by its module (generator side) and its action (orchestration).
 Private to the xdplab.testbed collection."""
 

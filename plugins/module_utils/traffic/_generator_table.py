@@ -1,5 +1,6 @@
 # Copyright: xdplab.testbed contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
 """The generators bench_run drives: one row each, looked up by name.
 
 PRIVATE to the xdplab.testbed collection: not a public API, may change without notice.

@@ -1,5 +1,6 @@
 # Copyright (c) xdplab.testbed contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
 """Ethtool netlink access through pyroute2 (private to xdplab.testbed).
 
 This module is private to the xdplab.testbed collection: its API may change
@@ -226,10 +227,10 @@ class EthtoolNetlink:
         """Read ring/channels/coalesce/pause as {key: value} (only attributes the kernel reported)."""
         if group in ("features", "private_flags"):
             raise ValueError(f"use get_{group}() for {group}")
-        table, get_cmd, _ = _SCALAR_GROUPS[group]
+        table, get_cmd, _dummy = _SCALAR_GROUPS[group]
         reply = self._request(group, get_cmd, ifname, [], "get")
         out: dict[str, int | bool] = {}
-        names = {n for n, _ in table[2:]}
+        names = {n for n, _dummy in table[2:]}
         bools = BOOL_KEYS.get(group, frozenset())
         for attr in reply["attrs"]:
             name, value = attr[0], attr[1]
@@ -239,7 +240,7 @@ class EthtoolNetlink:
 
     def set(self, group: str, ifname: str, values: dict[str, int | bool]) -> None:
         """Write only the given keys of ring/channels/coalesce/pause."""
-        table, _, set_cmd = _SCALAR_GROUPS[group]
+        table, _dummy, set_cmd = _SCALAR_GROUPS[group]
         allowed = set(SETTABLE[group])
         attrs = []
         for key, value in values.items():
@@ -257,7 +258,7 @@ class EthtoolNetlink:
         changeable bit; the other three are {name: bool} over the same names.
         """
         reply = self._request("features", MSG_FEATURES_GET, ifname, [], "get")
-        hw, _ = _bitset_to_dict(reply.get_attr("hw"))
+        hw, _dummy = _bitset_to_dict(reply.get_attr("hw"))
         out = {"hw": hw}
         for key in ("wanted", "active", "nochange"):
             bits, nomask = _bitset_to_dict(reply.get_attr(key))
@@ -271,7 +272,7 @@ class EthtoolNetlink:
     # -- private flags --------------------------------------------------
     def get_private_flags(self, ifname: str) -> dict[str, bool]:
         reply = self._request("private_flags", MSG_PRIVFLAGS_GET, ifname, [], "get")
-        flags, _ = _bitset_to_dict(reply.get_attr("flags"))
+        flags, _dummy = _bitset_to_dict(reply.get_attr("flags"))
         return flags
 
     def set_private_flags(self, ifname: str, flags: dict[str, bool]) -> None:
@@ -347,7 +348,7 @@ def read_nic_state(ifname: str, netns: str | None = None) -> dict[str, Any]:
     groups the device does not support omitted (never invented).
     """
     with EthtoolNetlink(netns) as eth:
-        raw, _ = read_nic_raw(eth, ifname)
+        raw, _dummy = read_nic_raw(eth, ifname)
     return public_view(raw)
 
 

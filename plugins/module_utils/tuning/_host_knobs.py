@@ -1,5 +1,6 @@
 # Copyright (c) xdplab.testbed contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
 """Host knobs: readers, planners and the C-state holder (private to xdplab.testbed).
 
 This module is private to the xdplab.testbed collection: its API may change
@@ -24,7 +25,7 @@ from typing import Any
 from ansible_collections.xdplab.testbed.plugins.module_utils.common import _process_identity as _proc
 from ansible_collections.xdplab.testbed.plugins.module_utils.common import _validate
 
-# Netfilter module families unloaded by netfilter_unload (issue 5).
+# Netfilter module families unloaded by netfilter_unload.
 NF_FAMILY_RE = re.compile(
     r"^(iptable_\w+|ip6table_\w+|nf_conntrack\w*|nft_\w+|nf_tables|nf_nat\w*|nf_defrag_\w+|nf_reject_\w+"
     r"|nf_log_\w+|nf_flow_table\w*|xt_\w+|ip_tables|ip6_tables|x_tables|ebtable_\w+|ebtables|arptable_\w+"

@@ -1,5 +1,6 @@
 # Copyright (c) xdplab.testbed contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
 """Queue IRQ discovery and CPU pinning strategies (private to xdplab.testbed).
 
 This module is private to the xdplab.testbed collection: its API may change

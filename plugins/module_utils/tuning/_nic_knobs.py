@@ -1,5 +1,6 @@
 # Copyright (c) xdplab.testbed contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
 """The NIC knob table: ethtool groups, their settable keys, booleans, maxima, CLI aliases and short
 feature names. The planner (_plan_and_snapshots) and the netlink reader/writer (_ethtool_netlink)
 both read it, so a new knob is one row here.

@@ -1,5 +1,6 @@
 # Copyright (c) xdplab.testbed contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
 """Tuning planners and the snapshot store (private to xdplab.testbed).
 
 This module is private to the xdplab.testbed collection: its API may change

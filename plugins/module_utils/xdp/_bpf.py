@@ -1,5 +1,6 @@
 # Copyright: xdplab.testbed contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
 """Minimal bpf(2) access through ctypes. Private to the xdplab.testbed collection.
 
 No process is spawned: the DUT counter sampler calls this at 10 Hz during benchmarks.

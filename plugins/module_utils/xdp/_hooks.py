@@ -1,5 +1,6 @@
 # Copyright: xdplab.testbed contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
 """The DUT's other datapath hooks compared with XDP: a cls_bpf filter on tc's clsact ingress and an
 nftables drop table. Pure logic of the packet_hook module: names checked, rulesets built, plans made.
 

@@ -1,6 +1,6 @@
-#!/usr/bin/env python3
 # Copyright: xdplab.testbed contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
 """Run a planned pktgen sweep inside a (QEMU-booted) kernel and write one record v1 per point.
 
 Started by playbooks/pktgen_burst.yml through xdplab.testbed.qemu_exec, with the controller's root
@@ -116,7 +116,7 @@ def main() -> int:
             before = stat()
             seconds = pg.start_blocking(spec["duration"], timeout=float(plan["duration"]) + 60)
             cpu = cpu_share(before, stat())
-            res = pg.results([dev for _, dev in device_names(spec)])
+            res = pg.results([dev for _dummy, dev in device_names(spec)])
         except PktgenError as exc:
             failures.append({"step": step["index"], "variant": step["variant"], "params": step["sweep"],
                              "msg": str(exc)})

@@ -18,9 +18,13 @@ help:
 	@echo "make bench-perf  generator and harness-overhead benchmark (prints figures)"
 	@echo "make build       ansible-galaxy collection build"
 
-# Debian packages (root). A stamp keyed on the package list avoids re-running apt.
-$(VENV)/.apt-stamp: requirements-apt.txt
+# Debian packages (root). A stamp keyed on the package list and the project's apt sources avoids
+# re-running apt. The sources in files/apt (bookworm-backports) go in before apt-get update; a line
+# `pkg/suite` in requirements-apt.txt takes that package from that suite.
+APT_SOURCES := $(wildcard files/apt/*.sources)
+$(VENV)/.apt-stamp: requirements-apt.txt $(APT_SOURCES)
 	@if [ "$$(id -u)" != 0 ]; then echo "make: run as root (apt-get, netns, XDP)"; exit 1; fi
+	install -m 0644 $(APT_SOURCES) /etc/apt/sources.list.d/
 	apt-get update -qq -o DPkg::Lock::Timeout=600
 	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends -o DPkg::Lock::Timeout=600 \
 	    $$(grep -v '^\s*#' requirements-apt.txt | tr '\n' ' ') >/dev/null

@@ -34,7 +34,7 @@ PACKAGES = {
     "tar": "tar", "trafgen": "netsniff-ng", "tuned-adm": "tuned", "dpkg-query": "dpkg",
     "flex": "flex", "bison": "bison", "bc": "bc", "cpio": "cpio", "busybox": "busybox-static",
     "pkg-config": "pkgconf", "xz": "xz-utils", "mmdebstrap": "mmdebstrap", "mke2fs": "e2fsprogs",
-    "mv": "coreutils", "ssh-keygen": "openssh-client", "ssh": "openssh-client",
+    "mv": "coreutils", "ssh-keygen": "openssh-client", "ssh": "openssh-client", "pgrep": "procps",
 }
 # Run by `make` on the kernel tree and by the kernel role's QEMU initramfs, not named in argv.
 INDIRECT = ("depmod", "flex", "bison", "bc", "cpio", "busybox", "pkg-config", "llvm-strip", "xz")

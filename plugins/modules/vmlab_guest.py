@@ -161,6 +161,11 @@ taps:
   returned: state=started
   type: dict
   sample: {igb0: vl1g1n1}
+drivers:
+  description: The guest driver each test NIC binds (from the collection's NIC model table).
+  returned: state=started
+  type: dict
+  sample: {igb0: igb, vnet0: virtio_net}
 qemu_argv:
   description: The QEMU command line.
   returned: state=started
@@ -285,6 +290,7 @@ def main() -> None:
     module.run_command_environ_update = {"LC_ALL": "C"}
     rundir = p["rundir"]
     console = os.path.join(rundir, "console.log")
+    launched: list[tuple[int, str]] = []
     try:
         if p["state"] == "stopped":
             module.exit_json(changed=_stop(module, rundir, p["ledger_dir"]), console_log=console)
@@ -299,7 +305,9 @@ def main() -> None:
                     _fail_boot(module, p, rundir, state["pid"], state["ledger_entry"], status, state["argv"])
             module.exit_json(changed=False, pid=state["pid"], accel=state["accel"],
                              boot_seconds=round(time.time() - state["started"], 1) if banner else None,
-                             ssh_banner=banner, taps=state["taps"], qemu_argv=state["argv"], console_log=console)
+                             ssh_banner=banner, taps=state["taps"], qemu_argv=state["argv"], console_log=console,
+                             drivers={n["name"]: _vmlab.NIC_MODELS.get(n["model"], {}).get("driver")
+                                      for n in p["nics"]})
         qemu = module.get_bin_path("qemu-system-x86_64", required=True)
         guest = _vmlab.Guest(
             name=p["name"], index=p["index"], lab_id=p["lab_id"], kernel=p["kernel"], image=p["image"],
@@ -343,6 +351,7 @@ def main() -> None:
             argv = _vmlab.plan_argv(guest, tap_fds)
             started = time.monotonic()
             pid, entry = _vmlab.start(argv, all_fds, os.path.join(rundir, "qemu.log"), p["ledger_dir"])
+            launched.append((pid, entry))
         finally:
             for fd in all_fds:
                 os.close(fd)
@@ -360,12 +369,17 @@ def main() -> None:
                 _fail_boot(module, p, rundir, pid, entry, status, argv)
         module.exit_json(changed=True, pid=pid, accel=guest.accel, accel_reason=reason,
                          boot_seconds=round(time.monotonic() - started, 1) if banner else None, ssh_banner=banner,
-                         taps=record["taps"], qemu_argv=argv, console_log=console)
+                         taps=record["taps"], qemu_argv=argv, console_log=console,
+                         drivers={nic.name: _vmlab.NIC_MODELS[nic.model]["driver"] for nic in guest.nics})
     except _vmlab.VmlabError as exc:
         module.fail_json(msg=str(exc))
     except _ledger.LedgerError as exc:
         module.fail_json(msg=f"guest {p['name']!r}: {exc}")
     except Exception as exc:  # noqa: BLE001 - one top-level handler, as the collection's modules do
+        for pid, entry in launched:  # a guest this task started is not left behind
+            _kill(pid, grace=1.0)
+            if os.path.exists(entry):
+                os.unlink(entry)
         module.fail_json(msg=f"vmlab_guest {p['name']!r} failed: {exc}", exception=traceback.format_exc())
 
 

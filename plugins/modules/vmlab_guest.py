@@ -223,6 +223,22 @@ def _kill(pid: int, grace: float = 5.0) -> None:
             time.sleep(0.1)
 
 
+_OURS = ("guest.json", "share", "console.log", "qemu.log")
+
+
+def _check_rundir(module: AnsibleModule, name: str, rundir: str) -> None:
+    """Refuse a run directory that is not a plain absolute path of its own, or that holds anything
+    but what this module puts there: it is removed on stop and on restart."""
+    norm = os.path.normpath(rundir)
+    if not os.path.isabs(rundir) or ".." in rundir.split("/") or norm.count("/") < 2:
+        module.fail_json(msg=f"guest {name!r}: rundir {rundir!r} must be an absolute path at least two levels deep")
+    if os.path.isdir(norm):
+        foreign = sorted(set(os.listdir(norm)) - set(_OURS))
+        if foreign:
+            module.fail_json(msg=f"guest {name!r}: rundir {rundir!r} holds files this module did not make "
+                             f"({', '.join(foreign[:5])}); refusing to remove it")
+
+
 def _stop(module: AnsibleModule, rundir: str, ledger_dir: str) -> bool:
     state = _state(rundir)
     changed = os.path.isdir(rundir)
@@ -292,6 +308,7 @@ def main() -> None:
     console = os.path.join(rundir, "console.log")
     launched: list[tuple[int, str]] = []
     try:
+        _check_rundir(module, p["name"], rundir)
         if p["state"] == "stopped":
             module.exit_json(changed=_stop(module, rundir, p["ledger_dir"]), console_log=console)
 

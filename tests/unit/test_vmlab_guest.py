@@ -82,3 +82,17 @@ def test_a_guest_that_answers_is_reported_with_its_drivers(tmp_path):
     kill.assert_not_called()
     share = tmp_path / "guests" / "vmdut" / "share"
     assert (share / "nics").read_text().splitlines()[1] == "52:54:01:00:01:01 igb0"
+
+
+@pytest.mark.parametrize("rundir", ["/", "/var", "relative/dir", "/var/lib/../lib/x"])
+def test_a_rundir_that_is_not_its_own_is_refused(tmp_path, rundir):
+    res, _ = _run(_args(tmp_path, rundir=rundir, state="stopped"))
+    assert res["failed"] and "guest 'vmdut': rundir" in res["msg"]
+
+
+def test_a_rundir_holding_foreign_files_is_never_removed(tmp_path):
+    rundir = tmp_path / "guests" / "vmdut"
+    rundir.mkdir(parents=True)
+    (rundir / "precious.txt").write_text("keep me")
+    res, _ = _run(_args(tmp_path, state="stopped"))
+    assert res["failed"] and "precious.txt" in res["msg"] and (rundir / "precious.txt").exists()

@@ -100,6 +100,12 @@ options:
     description: Seconds from QEMU start until sshd must answer.
     type: float
     default: 300
+  kvm_grace:
+    description:
+      - With O(accel=auto) and a KVM that passed the probe, seconds QEMU must stay alive; a KVM guest that
+        exits sooner (a nested hypervisor refusing the CPU's MSRs) is started again under TCG.
+    type: float
+    default: 5.0
   wait:
     description:
       - Wait until the guest's sshd answers (also for a guest that already runs). V(false) returns once QEMU
@@ -223,7 +229,7 @@ def _kill(pid: int, grace: float = 5.0) -> None:
             time.sleep(0.1)
 
 
-_OURS = ("guest.json", "share", "console.log", "qemu.log")
+_OURS = ("guest.json", "share", "console.log", "qemu.log", "qemu.pid")
 
 
 def _check_rundir(module: AnsibleModule, name: str, rundir: str) -> None:
@@ -251,6 +257,32 @@ def _stop(module: AnsibleModule, rundir: str, ledger_dir: str) -> bool:
     if os.path.isdir(rundir):
         shutil.rmtree(rundir)
     return changed
+
+
+def _tail(path: str, lines: int) -> str:
+    try:
+        with open(path, errors="replace") as fh:
+            return " | ".join(fh.read().strip().splitlines()[-lines:])
+    except FileNotFoundError:
+        return ""
+
+
+def _launch(p: dict, guest: _vmlab.Guest, launched: list) -> tuple[int, str, list[str], float]:
+    """Open the guest's taps in the lab namespace, start QEMU with them (recorded in the ledger first),
+    close this process's copies of the tap fds. Returns (pid, ledger entry, argv, monotonic start)."""
+    taps = {_vmlab.tap_name(guest, slot): _vmlab.backend_queues(nic) for slot, nic in enumerate(guest.nics, start=1)}
+    fds_by_tap = _vmlab.open_taps(p["netns"], taps) if taps else {}
+    all_fds = [fd for fds in fds_by_tap.values() for fd in fds]
+    try:
+        tap_fds = {slot: fds_by_tap[_vmlab.tap_name(guest, slot)] for slot in range(1, len(guest.nics) + 1)}
+        argv = _vmlab.plan_argv(guest, tap_fds)
+        started = time.monotonic()
+        pid, entry = _vmlab.start(argv, all_fds, os.path.join(guest.rundir, "qemu.log"), p["ledger_dir"])
+        launched.append((pid, entry))
+    finally:
+        for fd in all_fds:
+            os.close(fd)
+    return pid, entry, argv, started
 
 
 def _fail_boot(module: AnsibleModule, p: dict, rundir: str, pid: int, entry: str, status: str,
@@ -298,6 +330,7 @@ def main() -> None:
             boot_timeout=dict(type="float", default=300),
             ledger_dir=dict(type="path", default="/var/lib/xdplab/vmlab/ledger"),
             wait=dict(type="bool", default=True),
+            kvm_grace=dict(type="float", default=5.0),
         ),
         required_if=[("state", "started", ("kernel", "image", "ssh_port"))],
         supports_check_mode=True,
@@ -358,20 +391,27 @@ def main() -> None:
             with open(os.path.join(rundir, "share", fname), "w", encoding="utf-8") as fh:
                 fh.write(text)
 
-        taps = {_vmlab.tap_name(guest, slot): _vmlab.backend_queues(nic)
-                for slot, nic in enumerate(guest.nics, start=1)}
-        fds_by_tap = _vmlab.open_taps(p["netns"], taps) if taps else {}
-        all_fds = [fd for fds in fds_by_tap.values() for fd in fds]
-        try:
-            tap_fds = {slot: fds_by_tap[_vmlab.tap_name(guest, slot)]
-                       for slot in range(1, len(guest.nics) + 1)}
-            argv = _vmlab.plan_argv(guest, tap_fds)
-            started = time.monotonic()
-            pid, entry = _vmlab.start(argv, all_fds, os.path.join(rundir, "qemu.log"), p["ledger_dir"])
-            launched.append((pid, entry))
-        finally:
-            for fd in all_fds:
-                os.close(fd)
+        pid, entry, argv, started = _launch(p, guest, launched)
+        if guest.accel == "kvm" and p["accel"] == "auto":
+            # A KVM that passes the probe can still refuse a real guest (QEMU exits at once, e.g. "failed
+            # to set MSR" on a nested hypervisor): give it a moment, and fall back to TCG if it died.
+            end = time.monotonic() + p["kvm_grace"]
+            while time.monotonic() < end and _vmlab.alive(pid):
+                time.sleep(0.2)
+            if not _vmlab.alive(pid):
+                # Reap it: its leader can be a zombie while a vCPU thread still dumps core holding the tap
+                # fds; the taps can only be opened again once every thread has gone.
+                try:
+                    os.waitpid(pid, 0)
+                except ChildProcessError:
+                    pass
+                said = _tail(os.path.join(rundir, "qemu.log"), 1) or "no output"
+                reason += f"; but the KVM guest exited at once ({said}): fell back to TCG"
+                if os.path.exists(entry):
+                    os.unlink(entry)
+                launched.clear()
+                guest.accel = "tcg"
+                pid, entry, argv, started = _launch(p, guest, launched)
         record = {"pid": pid, "argv": argv, "started": time.time() - (time.monotonic() - started),
                   "accel": guest.accel, "ledger_entry": entry,
                   "cmdline_sha256": hashlib.sha256(b"\0".join(os.fsencode(a) for a in argv) + b"\0").hexdigest(),

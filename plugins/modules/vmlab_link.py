@@ -90,6 +90,8 @@ def main() -> None:
             except (KeyError, TypeError, ValueError) as exc:
                 module.fail_json(msg=f"guest {g.get('name', g)!r}: bad NIC or guest entry ({exc!r})")
         pairs = _vmlab.link_pairs(guests)
+        owner = {_vmlab.tap_name(g, slot): f"guest {g.name!r} NIC {nic.name}"
+                 for g in guests for slot, nic in enumerate(g.nics, start=1)}
         ip = module.get_bin_path("ip", required=True)
         tc = module.get_bin_path("tc", required=True)
         changed = False
@@ -97,8 +99,8 @@ def main() -> None:
             for tap in (a, b):
                 rc, _, err = module.run_command([ip, "-n", p["netns"], "link", "show", "dev", tap])
                 if rc != 0:
-                    module.fail_json(msg=f"tap {tap} is not in namespace {p['netns']}: is its guest running? "
-                                     "(taps live as long as their QEMU)", rc=rc, stderr=err)
+                    module.fail_json(msg=f"{owner[tap]}: its tap {tap} is not in namespace {p['netns']}; the guest's "
+                                     "QEMU is not running (taps live as long as their QEMU)", rc=rc, stderr=err)
             for tap, peer in ((a, b), (b, a)):
                 if _wired(module, tc, p["netns"], tap, peer):
                     continue

@@ -96,3 +96,23 @@ def test_a_rundir_holding_foreign_files_is_never_removed(tmp_path):
     (rundir / "precious.txt").write_text("keep me")
     res, _ = _run(_args(tmp_path, state="stopped"))
     assert res["failed"] and "precious.txt" in res["msg"] and (rundir / "precious.txt").exists()
+
+
+def test_a_kvm_guest_that_exits_at_once_is_started_again_under_tcg(tmp_path):
+    # kvm_pvm passes the probe, then QEMU -cpu host exits: "failed to set MSR 0x10a".
+    argvs = []
+
+    def fake_start(argv, fds, log, ledger_dir):
+        argvs.append(argv)
+        with open(log, "w") as fh:
+            fh.write("qemu-system-x86_64: error: failed to set MSR 0x10a to 0xc000069\n")
+        return 100 + len(argvs), str(tmp_path / f"e{len(argvs)}.json")
+
+    with mock.patch("ansible_collections.xdplab.testbed.plugins.module_utils._qemu.probe_kvm",
+                    return_value=(True, "a probe guest ran under KVM")), \
+            mock.patch.object(_vmlab, "alive", side_effect=lambda pid: pid != 101):
+        res, _ = _run(_args(tmp_path, netns="xdplab-vmlab", accel="auto", kvm_grace=0.5),
+                      start=mock.Mock(side_effect=fake_start))
+    assert not res.get("failed") and res["accel"] == "tcg" and res["pid"] == 102
+    assert "failed to set MSR 0x10a" in res["accel_reason"] and "fell back to TCG" in res["accel_reason"]
+    assert argvs[0][argvs[0].index("-accel") + 1] == "kvm" and argvs[1][argvs[1].index("-accel") + 1] == "tcg"

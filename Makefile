@@ -10,17 +10,22 @@ export LC_ALL := C.UTF-8
 # The guest kernel the QEMU runner tests boot: built by the kernel role (molecule/kernel) unless given.
 GUEST_KERNEL ?= /var/lib/xdplab/kernel/baseline/bzImage
 
-.PHONY: help deps deps-apt deps-test venv venv-test collection bench test unit integration qemu faults lint sanity molecule bench-perf build clean
+.PHONY: help deps deps-apt deps-test venv venv-test collection bench test unit integration qemu faults lint sanity molecule bench-perf build clean vmlab vmlab-up vmlab-down
 
 help:
 	@echo "make bench       install everything, run bench.yml on the virtual test bed"
 	@echo "make test        install test deps, run unit, integration, lint and molecule"
 	@echo "make bench-perf  generator and harness-overhead benchmark (prints figures)"
 	@echo "make build       ansible-galaxy collection build"
+	@echo "make vmlab       the lab in a box: guests up, smoke check over ssh, guests down"
 
-# Debian packages (root). A stamp keyed on the package list avoids re-running apt.
-$(VENV)/.apt-stamp: requirements-apt.txt
+# Debian packages (root). A stamp keyed on the package list and the project's apt sources avoids
+# re-running apt. The sources in files/apt (bookworm-backports) go in before apt-get update; a line
+# `pkg/suite` in requirements-apt.txt takes that package from that suite.
+APT_SOURCES := $(wildcard files/apt/*.sources)
+$(VENV)/.apt-stamp: requirements-apt.txt $(APT_SOURCES)
 	@if [ "$$(id -u)" != 0 ]; then echo "make: run as root (apt-get, netns, XDP)"; exit 1; fi
+	install -m 0644 $(APT_SOURCES) /etc/apt/sources.list.d/
 	apt-get update -qq -o DPkg::Lock::Timeout=600
 	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends -o DPkg::Lock::Timeout=600 \
 	    $$(grep -v '^\s*#' requirements-apt.txt | tr '\n' ' ') >/dev/null
@@ -101,6 +106,22 @@ molecule:
 
 bench-perf: deps
 	$(BIN)/ansible-playbook playbooks/bench_perf.yml $(BENCH_ARGS)
+
+# The lab in a box (inventories/vmlab): QEMU guests with igb and virtio-net reached over ssh. `make vmlab`
+# brings them up (building the guest kernel and root image when missing), installs the targets'
+# prerequisites, checks them over ssh, and always takes them down again.
+VMLAB_INV := -i inventories/vmlab
+vmlab-up: deps
+	$(BIN)/ansible-playbook $(VMLAB_INV) playbooks/vmlab_up.yml $(VMLAB_ARGS)
+
+vmlab-down: deps
+	$(BIN)/ansible-playbook $(VMLAB_INV) playbooks/vmlab_down.yml $(VMLAB_ARGS)
+
+vmlab: deps
+	@rc=0; $(BIN)/ansible-playbook $(VMLAB_INV) playbooks/vmlab_up.yml $(VMLAB_ARGS) \
+	  && $(BIN)/ansible-playbook $(VMLAB_INV) playbooks/prereqs.yml $(VMLAB_ARGS) || rc=1; \
+	$(BIN)/ansible-playbook $(VMLAB_INV) playbooks/vmlab_down.yml $(VMLAB_ARGS) || rc=1; \
+	exit $$rc
 
 build: venv
 	$(BIN)/ansible-galaxy collection build --force --output-path build/

@@ -34,7 +34,9 @@ PACKAGES = {
     "patch": "patch", "qemu-system-x86_64": "qemu-system-x86", "systemctl": "systemd",
     "tar": "tar", "trafgen": "netsniff-ng", "tuned-adm": "tuned", "dpkg-query": "dpkg",
     "flex": "flex", "bison": "bison", "bc": "bc", "cpio": "cpio", "busybox": "busybox-static",
-    "pkg-config": "pkgconf", "xz": "xz-utils", "chromium": "chromium",
+    "pkg-config": "pkgconf", "xz": "xz-utils", "chromium": "chromium", "mmdebstrap": "mmdebstrap",
+    "mke2fs": "e2fsprogs", "mv": "coreutils", "ssh-keygen": "openssh-client", "ssh": "openssh-client",
+    "pgrep": "procps", "grep": "grep",
 }
 # Run by `make` on the kernel tree and by the kernel role's QEMU initramfs, not named in argv.
 INDIRECT = ("depmod", "flex", "bison", "bc", "cpio", "busybox", "pkg-config", "llvm-strip", "xz")
@@ -81,9 +83,36 @@ def programs_named() -> dict[str, set[str]]:
     return found
 
 
-def _package_list(path: pathlib.Path) -> set[str]:
+# apt-get's own forms: `pkg`, `pkg/suite` (that suite's version), `pkg=version`.
+_APT_ITEM = re.compile(r"^([a-z0-9][a-z0-9+.-]+)(?:/([a-z0-9.-]+)|=([A-Za-z0-9.+:~-]+))?$")
+# Suites the project's own apt sources (files/apt) set up, beside the base image's bookworm.
+APT_SOURCES = ROOT / "files" / "apt"
+
+
+def _parse_apt_item(item: str) -> tuple[str, str | None]:
+    """`pkg/suite` -> (pkg, suite); `pkg` and `pkg=version` -> (pkg, None). Anything else is an error."""
+    match = _APT_ITEM.match(item)
+    if not match:
+        raise ValueError(f"{item!r} is not a Debian package name, pkg/suite or pkg=version")
+    return match.group(1), match.group(2)
+
+
+def _project_suites() -> set[str]:
+    suites = set()
+    for path in APT_SOURCES.glob("*.sources"):
+        for line in path.read_text(encoding="utf-8").splitlines():
+            if line.startswith("Suites:"):
+                suites.update(line.split(":", 1)[1].split())
+    return suites
+
+
+def _package_items(path: pathlib.Path) -> list[str]:
     lines = path.read_text(encoding="utf-8").splitlines()
-    return {line.split("#")[0].strip() for line in lines if line.split("#")[0].strip()}
+    return [line.split("#")[0].strip() for line in lines if line.split("#")[0].strip()]
+
+
+def _package_list(path: pathlib.Path) -> set[str]:
+    return {_parse_apt_item(item)[0] for item in _package_items(path)}
 
 
 def installed_packages() -> set[str]:
@@ -151,3 +180,35 @@ def test_table_matches_dpkg(program):
     expected = PACKAGES.get(program) or TARGET_ONLY[program]
     assert owner is not None and owner.split(",")[0].split(":")[0] == expected, (
         f"{program} ({path}) is shipped by {owner!r}, the table says {expected!r}")
+
+
+@pytest.mark.parametrize(("item", "expected"), [
+    ("qemu-system-x86/bookworm-backports", ("qemu-system-x86", "bookworm-backports")),
+    ("linux-source-6.12", ("linux-source-6.12", None)),
+    ("libstdc++6", ("libstdc++6", None)),
+    ("dpdk=22.11.4-1~deb12u1", ("dpdk", None)),
+])
+def test_the_list_parser_reads_apt_forms(item, expected):
+    assert _parse_apt_item(item) == expected
+
+
+@pytest.mark.parametrize("item", ["qemu system", "qemu/", "/bookworm", "Qemu"])
+def test_the_list_parser_refuses_what_apt_would_not_take(item):
+    with pytest.raises(ValueError, match="not a Debian package name"):
+        _parse_apt_item(item)
+
+
+def test_a_pinned_suite_is_set_up_by_the_project():
+    # `pkg/suite` needs that suite in apt's sources on a fresh machine: files/apt must provide it.
+    pinned = {suite for item in _package_items(ROOT / "requirements-apt.txt")
+              for suite in [_parse_apt_item(item)[1]] if suite}
+    assert pinned, "requirements-apt.txt pins nothing to a suite (qemu-system-x86 must come from backports)"
+    assert pinned <= _project_suites() | {"bookworm"}, (
+        f"suites pinned in requirements-apt.txt without a source in files/apt: {sorted(pinned - _project_suites())}")
+
+
+def test_qemu_comes_from_a_suite_with_igb():
+    # bookworm's QEMU 7.2 has no emulated igb; the vmlab guests need it.
+    items = {_parse_apt_item(item)[0]: _parse_apt_item(item)[1]
+             for item in _package_items(ROOT / "requirements-apt.txt")}
+    assert items.get("qemu-system-x86") == "bookworm-backports"

@@ -1,0 +1,322 @@
+# Copyright: xdplab.testbed contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""The lab in a box: plan and run long-lived QEMU guests with emulated real NICs.
+
+PRIVATE to the xdplab.testbed collection: not a public API, may change without notice.
+
+A guest boots a kernel the kernel role built, from a raw Debian image on virtio-blk opened with
+``snapshot=on`` (writes go to a temporary file QEMU deletes: no overlay outlives the guest), with:
+
+* a management NIC on QEMU user networking, its sshd forwarded to a loopback port of the host;
+* test NICs (:data:`NIC_MODELS`), each backed by taps that this process opens inside the lab's
+  network namespace and hands to QEMU as file descriptors. The taps are not persistent: they
+  vanish with the QEMU that holds them. Two guests' taps are joined in that namespace.
+
+The planner (:func:`plan_argv` and friends) is pure. :func:`start` records the QEMU process in the
+ledger between fork and exec, so no QEMU ever runs unrecorded.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import fcntl
+import os
+import re
+import socket
+import struct
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+# One row per emulated NIC model: the guest driver it binds, whether it can use several backend
+# queues (multiqueue virtio needs one tap queue per queue pair) and the most queues it takes.
+NIC_MODELS = {
+    "igb": {"driver": "igb", "multiqueue_backend": False, "max_queues": 8},
+    "virtio-net-pci": {"driver": "virtio_net", "multiqueue_backend": True, "max_queues": 16},
+    "e1000e": {"driver": "e1000e", "multiqueue_backend": False, "max_queues": 2},
+}
+_GUEST_RE = re.compile(r"^[a-z][a-z0-9-]{0,30}\Z")
+_IFNAME_RE = re.compile(r"^[a-z][a-z0-9]{0,9}\Z")
+MGMT_IFNAME = "mgmt0"
+
+
+class VmlabError(Exception):
+    """Bad input or a guest that could not be brought up; the message names the guest."""
+
+
+@dataclass
+class Nic:
+    """A test NIC of a guest: ``name`` is its interface name in the guest, ``link`` joins it to the
+    NIC of another guest with the same link name."""
+
+    model: str
+    name: str
+    link: str
+    queues: int = 1
+
+
+@dataclass
+class Guest:
+    name: str
+    index: int
+    kernel: str
+    image: str
+    rundir: str
+    ssh_port: int
+    memory_mb: int = 768
+    cpus: int = 2
+    accel: str = "tcg"
+    lab_id: int = 1
+    nics: list[Nic] = field(default_factory=list)
+    qemu: str = "qemu-system-x86_64"
+    append: str = ""
+
+
+def validate(guest: Guest, device_names: set[str] | None = None) -> None:
+    """Raise VmlabError naming the guest and the bad value; nothing is created before this passes."""
+    who = f"guest {guest.name!r}"
+    if not _GUEST_RE.match(guest.name):
+        raise VmlabError(f"{who}: the name must be lowercase letters, digits and '-' (at most 31)")
+    if not 0 <= guest.index <= 63 or not 0 <= guest.lab_id <= 255:
+        raise VmlabError(f"{who}: index {guest.index} must be 0..63 and lab id {guest.lab_id} 0..255")
+    for path, what in ((guest.kernel, "kernel"), (guest.image, "root image")):
+        if not os.path.isfile(path):
+            raise VmlabError(f"{who}: {what} {path!r} does not exist; build it first (vmlab_up builds both)")
+    if not 1024 <= guest.ssh_port <= 65535:
+        raise VmlabError(f"{who}: ssh_port {guest.ssh_port} is not a port in 1024..65535")
+    if not 256 <= guest.memory_mb <= 16384 or not 1 <= guest.cpus <= 8:
+        raise VmlabError(f"{who}: memory {guest.memory_mb} MiB (256..16384) or cpus {guest.cpus} (1..8) out of range")
+    if guest.accel not in ("kvm", "tcg"):
+        raise VmlabError(f"{who}: accel {guest.accel!r} is not kvm or tcg")
+    names = {MGMT_IFNAME}
+    for nic in guest.nics:
+        if nic.model not in NIC_MODELS:
+            raise VmlabError(f"{who}: NIC model {nic.model!r} is not one of {', '.join(sorted(NIC_MODELS))} "
+                             "(add a row to NIC_MODELS)")
+        if device_names is not None and nic.model not in device_names:
+            raise VmlabError(f"{who}: this QEMU ({guest.qemu}) has no device {nic.model!r} "
+                             "(qemu-system-x86 from bookworm-backports has igb; bookworm's 7.2 does not)")
+        if not _IFNAME_RE.match(nic.name) or nic.name in names:
+            raise VmlabError(f"{who}: NIC name {nic.name!r} is not a short lowercase name or is used twice")
+        names.add(nic.name)
+        if not _IFNAME_RE.match(nic.link):
+            raise VmlabError(f"{who}: link {nic.link!r} is not a short lowercase name")
+        top = NIC_MODELS[nic.model]["max_queues"]
+        if not 1 <= nic.queues <= top:
+            raise VmlabError(f"{who}: {nic.model} {nic.name} queues={nic.queues} is out of 1..{top}")
+
+
+def parse_device_names(help_text: str) -> set[str]:
+    """Device names from ``qemu-system-x86_64 -device help`` (lines ``name "igb", bus PCI, ...``)."""
+    return set(re.findall(r'^name "([^"]+)"', help_text, re.M))
+
+
+def mac(guest: Guest, slot: int) -> str:
+    """A locally administered MAC: lab, guest, slot (0 = management)."""
+    return f"52:54:{guest.lab_id:02x}:00:{guest.index:02x}:{slot:02x}"
+
+
+def tap_name(guest: Guest, slot: int) -> str:
+    """The host-side tap of a guest's NIC slot (1..), inside the lab namespace (<= 15 characters)."""
+    return f"vl{guest.lab_id}g{guest.index}n{slot}"
+
+
+def backend_queues(nic: Nic) -> int:
+    return nic.queues if NIC_MODELS[nic.model]["multiqueue_backend"] else 1
+
+
+def kernel_cmdline(guest: Guest) -> str:
+    parts = ["console=ttyS0", "root=/dev/vda", "rw", "rootfstype=ext4", "init=/usr/local/sbin/xdplab-init",
+             "panic=-1", "quiet", "loglevel=4", f"xdplab.hostname={guest.name}"]
+    if guest.append:
+        parts.append(guest.append)
+    return " ".join(parts)
+
+
+def plan_argv(guest: Guest, tap_fds: dict[int, list[int]]) -> list[str]:
+    """The QEMU argv of a guest (pure). ``tap_fds`` maps NIC slot (1..) to the tap queue fds."""
+    kvm = guest.accel == "kvm"
+    argv = [
+        guest.qemu,
+        "-name", f"xdplab-vmlab-{guest.name},process=xdplab-vmlab-{guest.name}",
+        "-machine", "q35",
+        "-accel", "kvm" if kvm else "tcg",
+        "-cpu", "host" if kvm else "max",
+        "-m", str(guest.memory_mb),
+        "-smp", str(guest.cpus),
+        "-nographic", "-nodefaults", "-no-user-config", "-no-reboot",
+        "-serial", f"file:{guest.rundir}/console.log",
+        "-monitor", "none",
+        "-pidfile", f"{guest.rundir}/qemu.pid",
+        "-kernel", guest.kernel,
+        "-append", kernel_cmdline(guest),
+        "-drive", f"file={guest.image},if=virtio,format=raw,snapshot=on,cache=unsafe",
+        "-fsdev", f"local,id=labfs,path={guest.rundir}/share,security_model=none,readonly=on",
+        "-device", "virtio-9p-pci,fsdev=labfs,mount_tag=xdplab_lab",
+        "-device", "virtio-rng-pci",
+        "-netdev", f"user,id=mgmt,net=10.0.2.0/24,hostfwd=tcp:127.0.0.1:{guest.ssh_port}-:22",
+        "-device", f"virtio-net-pci,netdev=mgmt,mac={mac(guest, 0)}",
+    ]
+    for slot, nic in enumerate(guest.nics, start=1):
+        fds = tap_fds[slot]
+        if len(fds) != backend_queues(nic):
+            raise VmlabError(f"guest {guest.name!r}: NIC {nic.name} needs {backend_queues(nic)} tap fds, "
+                             f"got {len(fds)}")
+        nid = f"n{slot}"
+        argv += ["-netdev", f"tap,id={nid},fds={':'.join(str(fd) for fd in fds)},vhost=off"]
+        dev = f"{nic.model},netdev={nid},mac={mac(guest, slot)}"
+        if nic.model == "virtio-net-pci" and nic.queues > 1:
+            dev += f",mq=on,vectors={2 * nic.queues + 2}"
+        argv += ["-device", dev]
+    return argv
+
+
+def share_files(guest: Guest, authorized_key: str) -> dict[str, str]:
+    """The files of the guest's read-only lab share, read by the image's init (pure)."""
+    nics = [f"{mac(guest, 0)} {MGMT_IFNAME}"]
+    nics += [f"{mac(guest, slot)} {nic.name}" for slot, nic in enumerate(guest.nics, start=1)]
+    return {
+        "hostname": guest.name + "\n",
+        "authorized_keys": authorized_key.strip() + "\n",
+        "nics": "\n".join(nics) + "\n",
+    }
+
+
+def link_pairs(guests: list[Guest]) -> list[tuple[str, str]]:
+    """Tap pairs to join: each link name must be on exactly two guests' NICs (pure)."""
+    ends: dict[str, list[tuple[Guest, int, Nic]]] = {}
+    for guest in guests:
+        for slot, nic in enumerate(guest.nics, start=1):
+            ends.setdefault(nic.link, []).append((guest, slot, nic))
+    pairs = []
+    for link, members in sorted(ends.items()):
+        if len(members) != 2:
+            raise VmlabError(f"link {link!r} must join two guests, it is on "
+                             f"{[f'{g.name}/{n.name}' for g, _, n in members]}")
+        (ga, sa, na), (gb, sb, nb) = members
+        if ga.name == gb.name:
+            raise VmlabError(f"guest {ga.name!r}: link {link!r} joins the guest to itself")
+        if na.model != nb.model or backend_queues(na) != backend_queues(nb):
+            raise VmlabError(f"link {link!r}: {ga.name}/{na.name} ({na.model}, {na.queues} queues) and "
+                             f"{gb.name}/{nb.name} ({nb.model}, {nb.queues} queues) differ")
+        pairs.append((tap_name(ga, sa), tap_name(gb, sb)))
+    return pairs
+
+
+# --- impure: taps, process start, readiness -------------------------------------------------------
+
+_TUNSETIFF = 0x400454CA
+_IFF_TAP, _IFF_NO_PI, _IFF_VNET_HDR, _IFF_MULTI_QUEUE = 0x0002, 0x1000, 0x4000, 0x0100
+_CLONE_NEWNET = 0x40000000
+
+
+def _setns(fd: int) -> None:
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.setns(fd, _CLONE_NEWNET) != 0:
+        err = ctypes.get_errno()
+        raise OSError(err, os.strerror(err))
+
+
+def open_taps(netns: str, names_queues: dict[str, int]) -> dict[str, list[int]]:
+    """Open tap queues inside the named namespace; returns name -> fds (the taps live while they do)."""
+    here = os.open("/proc/self/ns/net", os.O_RDONLY)
+    there = os.open(f"/run/netns/{netns}", os.O_RDONLY)
+    out: dict[str, list[int]] = {}
+    try:
+        _setns(there)
+        for name, queues in names_queues.items():
+            flags = _IFF_TAP | _IFF_NO_PI | _IFF_VNET_HDR | (_IFF_MULTI_QUEUE if queues > 1 else 0)
+            fds = []
+            for _ in range(queues):
+                fd = os.open("/dev/net/tun", os.O_RDWR)
+                fds.append(fd)
+                fcntl.ioctl(fd, _TUNSETIFF, struct.pack("16sH22x", name.encode(), flags))
+            out[name] = fds
+    except OSError:
+        for fds in out.values():
+            for fd in fds:
+                os.close(fd)
+        raise
+    finally:
+        _setns(here)
+        os.close(here)
+        os.close(there)
+    return out
+
+
+def start(argv: list[str], pass_fds: list[int], log_path: str, record: Callable[[int], str]) -> tuple[int, str]:
+    """Fork, record the child (``record(pid)``: the caller's ledger entry, its path returned), then let
+    it exec QEMU. Returns (pid, ledger entry path).
+
+    The child waits on a pipe between fork and exec: it execs only after the parent wrote the
+    ledger entry, and exits without exec'ing if the parent dies or fails first. (subprocess.Popen
+    cannot do this: it waits for the exec before returning the pid.)"""
+    gate_r, gate_w = os.pipe()
+    log = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o600)
+    null = os.open(os.devnull, os.O_RDONLY | os.O_CLOEXEC)
+    pid = os.fork()
+    if pid == 0:  # child: only async-signal-safe work and exec
+        try:
+            os.close(gate_w)
+            os.setsid()
+            go = os.read(gate_r, 1)
+            if go != b"g":
+                os._exit(70)
+            os.dup2(null, 0)
+            os.dup2(log, 1)
+            os.dup2(log, 2)
+            keep = set(pass_fds)
+            for fd in pass_fds:
+                os.set_inheritable(fd, True)
+            bounds = sorted(keep)
+            os.closerange(3, bounds[0] if bounds else 65536)
+            for lo, hi in zip(bounds, [*bounds[1:], 65536][:len(bounds)], strict=True):
+                os.closerange(lo + 1, hi)
+            os.execv(argv[0], argv)  # noqa: S606 - argv list from plan_argv, no shell
+        finally:
+            os._exit(71)
+    os.close(gate_r)
+    os.close(log)
+    os.close(null)
+    try:
+        path = record(pid)
+    except BaseException:
+        os.close(gate_w)  # the child reads EOF and exits without exec
+        os.waitpid(pid, 0)
+        raise
+    os.write(gate_w, b"g")
+    os.close(gate_w)
+    return pid, path
+
+
+def ssh_banner(port: int, timeout: float = 3.0) -> str | None:
+    """The SSH banner on 127.0.0.1:port, or None (user networking accepts before the guest listens)."""
+    try:
+        with socket.create_connection(("127.0.0.1", port), timeout=timeout) as sock:
+            data = sock.recv(64)
+    except OSError:
+        return None
+    text = data.decode(errors="replace")
+    return text.strip() if text.startswith("SSH-") else None
+
+
+def alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii", errors="replace") as fh:
+            return fh.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except (FileNotFoundError, IndexError):
+        return False
+
+
+def wait_ready(pid: int, port: int, deadline: float, poll: float = 1.0) -> tuple[str, str | None]:
+    """Wait for sshd's banner: ("ready", banner), ("exited", None) or ("timeout", None)."""
+    while True:
+        if not alive(pid):
+            return "exited", None
+        banner = ssh_banner(port)
+        if banner:
+            return "ready", banner
+        if time.monotonic() > deadline:
+            return "timeout", None
+        time.sleep(poll)

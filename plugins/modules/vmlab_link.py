@@ -1,0 +1,130 @@
+#!/usr/bin/python
+# Copyright: xdplab.testbed contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+---
+module: vmlab_link
+short_description: Join the test NICs of the lab in a box's guests, tap to tap
+description:
+  - Pairs the guests' test NICs by link name (each link joins exactly two guests' NICs of the same model
+    and queue count) and joins the two host-side taps inside the lab namespace O(netns) as a straight
+    wire, both ways, with a C(tc) ingress filter redirecting every frame to the peer tap (C(u32) match-all
+    and C(mirred)). Nothing learns addresses or drops pause frames on the way, unlike a bridge.
+  - The taps exist while their guests' QEMU processes run (L(xdplab.testbed.vmlab_guest) opens them);
+    the wire goes with them.
+version_added: "0.2.0"
+author: xdplab.testbed contributors
+options:
+  netns:
+    description: The lab namespace holding the taps.
+    type: str
+    required: true
+  lab_id:
+    description: Lab number, as given to M(xdplab.testbed.vmlab_guest).
+    type: int
+    default: 1
+  guests:
+    description: The lab's guests, each with C(name), C(index) and C(nics) (C(model), C(name), C(link), C(queues)).
+    type: list
+    elements: dict
+    required: true
+attributes:
+  check_mode:
+    support: full
+  diff_mode:
+    support: none
+requirements:
+  - iproute2 (ip, tc) with the kernel's cls_u32 and act_mirred
+"""
+
+EXAMPLES = r"""
+- name: Join the guests' test NICs
+  xdplab.testbed.vmlab_link:
+    netns: xdplab-vmlab
+    guests:
+      - {name: vmgen, index: 0, nics: [{model: igb, name: igb0, link: igb0}]}
+      - {name: vmdut, index: 1, nics: [{model: igb, name: igb0, link: igb0}]}
+"""
+
+RETURN = r"""
+pairs:
+  description: The joined tap pairs.
+  returned: always
+  type: list
+  elements: list
+  sample: [[vl1g0n1, vl1g1n1]]
+"""
+
+import traceback
+
+from ansible.module_utils.basic import AnsibleModule
+from ansible_collections.xdplab.testbed.plugins.module_utils.testbed import _vmlab_guests as _vmlab
+
+
+def _wired(module: AnsibleModule, tc: str, netns: str, tap: str, peer: str) -> bool:
+    rc, out, _ = module.run_command([tc, "-n", netns, "filter", "show", "dev", tap, "ingress"])
+    return rc == 0 and f"Redirect to device {peer}" in out
+
+
+def main() -> None:
+    module = AnsibleModule(
+        argument_spec=dict(
+            netns=dict(type="str", required=True),
+            lab_id=dict(type="int", default=1),
+            guests=dict(type="list", elements="dict", required=True),
+        ),
+        supports_check_mode=True,
+    )
+    p = module.params
+    module.run_command_environ_update = {"LC_ALL": "C"}
+    try:
+        guests = []
+        for g in p["guests"]:
+            try:
+                nics = [_vmlab.Nic(model=n["model"], name=n["name"], link=n["link"], queues=int(n.get("queues", 1)))
+                        for n in g.get("nics", [])]
+                guests.append(_vmlab.Guest(name=g["name"], index=int(g["index"]), kernel="", image="", rundir="",
+                                           ssh_port=0, lab_id=p["lab_id"], nics=nics))
+            except (KeyError, TypeError, ValueError) as exc:
+                module.fail_json(msg=f"guest {g.get('name', g)!r}: bad NIC or guest entry ({exc!r})")
+        pairs = _vmlab.link_pairs(guests)
+        owner = {_vmlab.tap_name(g, slot): f"guest {g.name!r} NIC {nic.name}"
+                 for g in guests for slot, nic in enumerate(g.nics, start=1)}
+        ip = module.get_bin_path("ip", required=True)
+        tc = module.get_bin_path("tc", required=True)
+        changed = False
+        for a, b in pairs:
+            for tap in (a, b):
+                rc, _, err = module.run_command([ip, "-n", p["netns"], "link", "show", "dev", tap])
+                if rc != 0:
+                    module.fail_json(msg=f"{owner[tap]}: its tap {tap} is not in namespace {p['netns']}; the guest's "
+                                     "QEMU is not running (taps live as long as their QEMU)", rc=rc, stderr=err)
+            for tap, peer in ((a, b), (b, a)):
+                if _wired(module, tc, p["netns"], tap, peer):
+                    continue
+                changed = True
+                if module.check_mode:
+                    continue
+                steps = [
+                    [ip, "-n", p["netns"], "link", "set", "dev", tap, "up"],
+                    [tc, "-n", p["netns"], "qdisc", "replace", "dev", tap, "clsact"],
+                    [tc, "-n", p["netns"], "filter", "add", "dev", tap, "ingress", "protocol", "all", "prio", "1",
+                     "u32", "match", "u32", "0", "0", "action", "mirred", "egress", "redirect", "dev", peer],
+                ]
+                for argv in steps:
+                    rc, out, err = module.run_command(argv)
+                    if rc != 0 or err.strip():
+                        module.fail_json(msg=f"joining {tap} to {peer} in {p['netns']} failed: {' '.join(argv)}",
+                                         rc=rc, stdout=out, stderr=err)
+        module.exit_json(changed=changed, pairs=[list(pair) for pair in pairs])
+    except _vmlab.VmlabError as exc:
+        module.fail_json(msg=str(exc))
+    except Exception as exc:  # noqa: BLE001 - one top-level handler, as the collection's modules do
+        module.fail_json(msg=f"vmlab_link failed: {exc}", exception=traceback.format_exc())
+
+
+if __name__ == "__main__":
+    main()

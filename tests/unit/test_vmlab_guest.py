@@ -1,0 +1,119 @@
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""vmlab_guest module: bad input fails naming the guest before anything is made; a guest that never
+answers ssh is killed and leaves no run directory or ledger entry (QEMU start mocked)."""
+
+from __future__ import annotations
+
+import json
+import os
+from unittest import mock
+
+import pytest
+from ansible.module_utils.testing import patch_module_args
+from ansible_collections.xdplab.testbed.plugins.module_utils.testbed import _vmlab_guests as _vmlab
+from ansible_collections.xdplab.testbed.plugins.modules import vmlab_guest
+
+HELP_10 = 'name "igb", bus PCI\nname "virtio-net-pci", bus PCI\nname "e1000e", bus PCI\n'
+HELP_72 = 'name "virtio-net-pci", bus PCI\nname "e1000e", bus PCI\n'
+
+
+def _args(tmp_path, **kw):
+    kernel, image = tmp_path / "bzImage", tmp_path / "rootfs.img"
+    kernel.write_bytes(b"k")
+    image.write_bytes(b"i")
+    base = {"name": "vmdut", "index": 1, "kernel": str(kernel), "image": str(image),
+            "rundir": str(tmp_path / "guests" / "vmdut"), "ssh_port": 10123, "accel": "tcg",
+            "ledger_dir": str(tmp_path / "ledger"), "boot_timeout": 2,
+            "nics": [{"model": "igb", "name": "igb0", "link": "igb0"}]}
+    base.update(kw)
+    return base
+
+
+def _run(args, help_text=HELP_10, start=None, ready=("ready", "SSH-2.0-OpenSSH_9.2p1")):
+    started = start or mock.Mock(side_effect=AssertionError("QEMU must not start"))
+    with patch_module_args(args), \
+            mock.patch("ansible.module_utils.basic.AnsibleModule.get_bin_path", return_value="/usr/bin/qemu"), \
+            mock.patch("ansible.module_utils.basic.AnsibleModule.run_command", return_value=(0, help_text, "")), \
+            mock.patch.object(_vmlab, "ssh_banner", return_value=None), \
+            mock.patch.object(_vmlab, "open_taps", side_effect=lambda ns, taps: {t: [90] for t in taps}), \
+            mock.patch.object(_vmlab, "start", started), \
+            mock.patch.object(_vmlab, "wait_ready", return_value=ready), \
+            mock.patch.object(vmlab_guest, "_kill") as kill, \
+            mock.patch("os.close"), \
+            mock.patch("os.path.exists", side_effect=lambda p: p.startswith("/run/netns/") or os.path.lexists(p)), \
+            pytest.raises(SystemExit), \
+            mock.patch("sys.stdout.write") as out:
+        vmlab_guest.main()
+    return json.loads("".join(c.args[0] for c in out.call_args_list)), kill
+
+
+def test_a_nic_model_the_qemu_lacks_fails_naming_the_guest_and_makes_nothing(tmp_path):
+    res, _ = _run(_args(tmp_path, netns="xdplab-vmlab"), help_text=HELP_72)
+    assert res["failed"] and "guest 'vmdut'" in res["msg"] and "no device 'igb'" in res["msg"]
+    assert not (tmp_path / "guests").exists() and not (tmp_path / "ledger").exists()
+
+
+def test_test_nics_without_a_namespace_fail(tmp_path):
+    res, _ = _run(_args(tmp_path))
+    assert res["failed"] and "guest 'vmdut': test NICs need netns" in res["msg"]
+
+
+def test_a_guest_whose_sshd_never_answers_is_killed_and_leaves_nothing(tmp_path):
+    entry = tmp_path / "ledger" / "qemu-x.json"
+
+    def fake_start(argv, fds, log, ledger_dir):
+        entry.parent.mkdir()
+        entry.write_text("{}")
+        assert fds == [90]
+        return 4242, str(entry)
+
+    res, kill = _run(_args(tmp_path, netns="xdplab-vmlab"), start=mock.Mock(side_effect=fake_start),
+                     ready=("timeout", None))
+    assert res["failed"] and res["msg"].startswith("guest 'vmdut': its sshd did not answer on 127.0.0.1:10123")
+    kill.assert_called_once_with(4242, grace=1.0)
+    assert not entry.exists() and not (tmp_path / "guests" / "vmdut").exists()
+
+
+def test_a_guest_that_answers_is_reported_with_its_drivers(tmp_path):
+    start = mock.Mock(return_value=(4242, str(tmp_path / "e.json")))
+    res, kill = _run(_args(tmp_path, netns="xdplab-vmlab"), start=start)
+    assert not res.get("failed") and res["changed"] and res["pid"] == 4242
+    assert res["drivers"] == {"igb0": "igb"} and res["taps"] == {"igb0": "vl1g1n1"}
+    assert "igb,netdev=n1,mac=52:54:01:00:01:01" in res["qemu_argv"]
+    kill.assert_not_called()
+    share = tmp_path / "guests" / "vmdut" / "share"
+    assert (share / "nics").read_text().splitlines()[1] == "52:54:01:00:01:01 igb0"
+
+
+@pytest.mark.parametrize("rundir", ["/", "/var", "relative/dir", "/var/lib/../lib/x"])
+def test_a_rundir_that_is_not_its_own_is_refused(tmp_path, rundir):
+    res, _ = _run(_args(tmp_path, rundir=rundir, state="stopped"))
+    assert res["failed"] and "guest 'vmdut': rundir" in res["msg"]
+
+
+def test_a_rundir_holding_foreign_files_is_never_removed(tmp_path):
+    rundir = tmp_path / "guests" / "vmdut"
+    rundir.mkdir(parents=True)
+    (rundir / "precious.txt").write_text("keep me")
+    res, _ = _run(_args(tmp_path, state="stopped"))
+    assert res["failed"] and "precious.txt" in res["msg"] and (rundir / "precious.txt").exists()
+
+
+def test_a_kvm_guest_that_exits_at_once_is_started_again_under_tcg(tmp_path):
+    # kvm_pvm passes the probe, then QEMU -cpu host exits: "failed to set MSR 0x10a".
+    argvs = []
+
+    def fake_start(argv, fds, log, ledger_dir):
+        argvs.append(argv)
+        with open(log, "w") as fh:
+            fh.write("qemu-system-x86_64: error: failed to set MSR 0x10a to 0xc000069\n")
+        return 100 + len(argvs), str(tmp_path / f"e{len(argvs)}.json")
+
+    with mock.patch("ansible_collections.xdplab.testbed.plugins.module_utils.kernel._qemu_guest.probe_kvm",
+                    return_value=(True, "a probe guest ran under KVM")), \
+            mock.patch.object(_vmlab, "alive", side_effect=lambda pid: pid != 101):
+        res, _ = _run(_args(tmp_path, netns="xdplab-vmlab", accel="auto", kvm_grace=0.5),
+                      start=mock.Mock(side_effect=fake_start))
+    assert not res.get("failed") and res["accel"] == "tcg" and res["pid"] == 102
+    assert "failed to set MSR 0x10a" in res["accel_reason"] and "fell back to TCG" in res["accel_reason"]
+    assert argvs[0][argvs[0].index("-accel") + 1] == "kvm" and argvs[1][argvs[1].index("-accel") + 1] == "tcg"

@@ -132,6 +132,7 @@ import os
 import traceback
 
 from ansible.module_utils.basic import AnsibleModule, missing_required_lib
+from ansible_collections.xdplab.testbed.plugins.module_utils.common import _validate
 from ansible_collections.xdplab.testbed.plugins.module_utils.state import _ledger
 from ansible_collections.xdplab.testbed.plugins.module_utils.tuning._plan_and_snapshots import current_netns_name
 from ansible_collections.xdplab.testbed.plugins.module_utils.xdp import _hooks
@@ -265,7 +266,7 @@ class Hook:
 
     def nft_absent(self) -> dict:
         self.family = "netdev" if self.p["hook"] == "ingress" else "inet"
-        _hooks.check_nft_name("table", self.p["table"])
+        _validate.nft_name(self.p["table"], "table")
         if self.recorded() is None:
             return {"changed": False, "created": [], "removed": [], "family": self.family}
         removed = []
@@ -301,7 +302,7 @@ def main() -> None:
     if IPRoute is None and p["type"] == "tc":
         module.fail_json(msg=missing_required_lib("pyroute2"))
     try:
-        _hooks.check_ifname(p["interface"])
+        _validate.ifname(p["interface"])
         for name in ("pref", "handle"):
             if not 1 <= p[name] <= 0xFFFF:
                 raise _hooks.HookError(f"{name} must be 1..65535, got {p[name]!r}")
@@ -312,7 +313,7 @@ def main() -> None:
             result = hook.tc_present() if p["state"] == "present" else hook.tc_absent()
         else:
             result = hook.nft_present() if p["state"] == "present" else hook.nft_absent()
-    except (_hooks.HookError, _ledger.LedgerError, XdpError) as exc:
+    except (_hooks.HookError, _validate.ValidationError, _ledger.LedgerError, XdpError) as exc:
         module.fail_json(msg=str(exc), interface=p["interface"])
     except Exception as exc:  # noqa: BLE001 - one top-level handler, reported with traceback
         module.fail_json(msg=f"packet_hook {p['type']} {p['state']}: {exc}", exception=traceback.format_exc())

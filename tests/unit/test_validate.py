@@ -183,14 +183,14 @@ def test_grub_with_two_cmdline_lines_is_not_edited():
 
 @pytest.mark.parametrize("iface", ['eth0" accept; }', "eth0\n}", "a;b", "veth%d", "$(x)"])
 def test_nft_ruleset_refuses_names_that_leave_their_quotes(iface):
-    with pytest.raises(HookError):
+    with pytest.raises(_validate.ValidationError):
         nft_ruleset("xdplab_bench", "xdplab_dropped", "ingress", iface)
 
 
 def test_nft_ruleset_renders_a_plain_name_and_refuses_a_bad_table():
     family, text = nft_ruleset("xdplab_bench", "xdplab_dropped", "ingress", "eth0")
     assert family == "netdev" and 'device "eth0"' in text
-    with pytest.raises(HookError):
+    with pytest.raises(_validate.ValidationError):
         nft_ruleset("t { }", "xdplab_dropped", "ingress", "eth0")
     with pytest.raises(HookError):
         nft_ruleset("xdplab_bench", "xdplab_dropped", "output; flush ruleset", "eth0")

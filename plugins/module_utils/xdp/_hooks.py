@@ -23,21 +23,8 @@ CLSACT_INGRESS = 0xFFFFFFF2
 
 
 class HookError(ValueError):
-    """Bad input or a foreign object in the way; the message names it."""
-
-
-def check_ifname(value: object) -> str:
-    try:
-        return _validate.ifname(value)
-    except _validate.ValidationError as exc:
-        raise HookError(str(exc)) from None
-
-
-def check_nft_name(what: str, value: object) -> str:
-    try:
-        return _validate.nft_name(value, what)
-    except _validate.ValidationError as exc:
-        raise HookError(str(exc)) from None
+    """A foreign object in the way, or a bad hook; the message names it. (Bad names raise
+    _validate.ValidationError.)"""
 
 
 def nft_ruleset(table: str, counter: str, hook: str, interface: str) -> tuple[str, str]:
@@ -46,9 +33,9 @@ def nft_ruleset(table: str, counter: str, hook: str, interface: str) -> tuple[st
     hook 'prerouting': family inet, priority raw (the classic netfilter drop); 'ingress': family
     netdev, the device's ingress hook, before the stack.
     """
-    check_nft_name("table", table)
-    check_nft_name("counter", counter)
-    check_ifname(interface)
+    _validate.nft_name(table, "table")
+    _validate.nft_name(counter, "counter")
+    _validate.ifname(interface)
     if hook == "ingress":
         return "netdev", (
             f"table netdev {table} {{\n"

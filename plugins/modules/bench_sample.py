@@ -149,12 +149,12 @@ def sample(read, interval: float, bursts: int, idle: float, max_duration: float,
     Each sample is timestamped before and after its read; its time is the midpoint (read latency
     does not enter the rates), relative to the first read's midpoint. Returns (times, counts).
     """
-    t0, first, _ = read_at_midpoint(read, time.monotonic)
+    t0, first, _dummy = read_at_midpoint(read, time.monotonic)
     times, counts = [0.0], [first]
     seen, moving, last_move = 0, False, 0.0
     while True:
         time.sleep(interval)
-        mid, value, _ = read_at_midpoint(read, time.monotonic)
+        mid, value, _dummy = read_at_midpoint(read, time.monotonic)
         now = mid - t0
         rate = (value - counts[-1]) / (now - times[-1])
         times.append(now)

@@ -514,7 +514,7 @@ def main() -> None:
         kept: list[str] = []
         if ledger and state == "absent":
             # Only what a run of ours created (the ledger says so) is deleted.
-            ours = {e["key"]["name"] for _, e in _ledger.entries(ledger) if e["kind"] == "netns"}
+            ours = {e["key"]["name"] for _dummy, e in _ledger.entries(ledger) if e["kind"] == "netns"}
             kept = sorted({a.netns for a in actions if a.op == "delete_netns" and a.netns not in ours})
             actions = [a for a in actions if not (a.op == "delete_netns" and a.netns in kept)]
         result: dict[str, Any] = {"changed": bool(actions), "actions": [a.describe() for a in actions],

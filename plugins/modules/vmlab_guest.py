@@ -19,7 +19,8 @@ description:
   - O(state=stopped) kills the guest recorded in O(rundir) (only if its command line is the one recorded) and
     removes its run directory and ledger entry.
 version_added: "0.2.0"
-author: xdplab.testbed contributors
+author:
+  - xdplab.testbed contributors (!UNKNOWN)
 options:
   name:
     description: Guest name (also its host name).
@@ -120,8 +121,10 @@ options:
 attributes:
   check_mode:
     support: full
+    description: Reads what is there and reports what it would start, link or remove; changes nothing.
   diff_mode:
     support: none
+    description: No diff; the result names what changed.
 requirements:
   - qemu-system-x86 >= 8 (igb), from bookworm-backports on Debian 12
 """

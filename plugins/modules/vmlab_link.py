@@ -13,10 +13,11 @@ description:
     and queue count) and joins the two host-side taps inside the lab namespace O(netns) as a straight
     wire, both ways, with a C(tc) ingress filter redirecting every frame to the peer tap (C(u32) match-all
     and C(mirred)). Nothing learns addresses or drops pause frames on the way, unlike a bridge.
-  - The taps exist while their guests' QEMU processes run (L(xdplab.testbed.vmlab_guest) opens them);
+  - The taps exist while their guests' QEMU processes run (M(xdplab.testbed.vmlab_guest) opens them);
     the wire goes with them.
 version_added: "0.2.0"
-author: xdplab.testbed contributors
+author:
+  - xdplab.testbed contributors (!UNKNOWN)
 options:
   netns:
     description: The lab namespace holding the taps.
@@ -34,8 +35,10 @@ options:
 attributes:
   check_mode:
     support: full
+    description: Reads what is there and reports what it would start, link or remove; changes nothing.
   diff_mode:
     support: none
+    description: No diff; the result names what changed.
 requirements:
   - iproute2 (ip, tc) with the kernel's cls_u32 and act_mirred
 """
@@ -65,7 +68,7 @@ from ansible_collections.xdplab.testbed.plugins.module_utils.testbed import _vml
 
 
 def _wired(module: AnsibleModule, tc: str, netns: str, tap: str, peer: str) -> bool:
-    rc, out, _ = module.run_command([tc, "-n", netns, "filter", "show", "dev", tap, "ingress"])
+    rc, out, _dummy = module.run_command([tc, "-n", netns, "filter", "show", "dev", tap, "ingress"])
     return rc == 0 and f"Redirect to device {peer}" in out
 
 
@@ -98,7 +101,7 @@ def main() -> None:
         changed = False
         for a, b in pairs:
             for tap in (a, b):
-                rc, _, err = module.run_command([ip, "-n", p["netns"], "link", "show", "dev", tap])
+                rc, _dummy, err = module.run_command([ip, "-n", p["netns"], "link", "show", "dev", tap])
                 if rc != 0:
                     module.fail_json(msg=f"{owner[tap]}: its tap {tap} is not in namespace {p['netns']}; the guest's "
                                      "QEMU is not running (taps live as long as their QEMU)", rc=rc, stderr=err)

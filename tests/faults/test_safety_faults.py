@@ -141,7 +141,7 @@ def test_two_runs_never_both_take_over_a_stale_lock(tmp_path):
             p.start()
         for p in procs:
             p.join(10)
-        got = sorted(results.get(timeout=5) for _ in procs)
+        got = sorted(results.get(timeout=5) for _dummy in procs)
         assert got.count("taken-over") == 1 and got.count("refused") == 3, got
         os.unlink(path)
 
@@ -161,7 +161,7 @@ def test_lock_is_never_seen_empty(tmp_path):
         os._exit(1 if bad else 0)
     r = ctx.Process(target=reader)
     r.start()
-    for _ in range(200):
+    for _dummy in range(200):
         acquire(path, os.getpid())
         os.unlink(path)
     stop.set()
@@ -207,16 +207,16 @@ def test_a_stale_holder_that_changed_is_not_taken_over(tmp_path):
 
 def test_truncated_ledger_entries_are_set_aside_and_the_rest_listed(tmp_path):
     d = tmp_path / "ledger"
-    good, _ = record(str(d), check_entry("netns", {"name": "xdplab-t1"}))
+    good, _dummy = record(str(d), check_entry("netns", {"name": "xdplab-t1"}))
     (d / "netns-trunc.json").write_text('{"kind": "netns", "key": {"na')
     (d / "netns-empty.json").write_text("")
     os.symlink("/etc/passwd", d / "netns-link.json")
     (d / "netns-bad.json").write_text(json.dumps({"kind": "netns", "key": {"name": "-rf"}}))
     items, bad = scan(str(d))
-    assert [p for p, _ in items] == [good]
-    assert sorted(os.path.basename(p) for p, _ in bad) == [
+    assert [p for p, _dummy in items] == [good]
+    assert sorted(os.path.basename(p) for p, _dummy in bad) == [
         "netns-bad.json", "netns-empty.json", "netns-link.json", "netns-trunc.json"]
-    for p, _ in bad:
+    for p, _dummy in bad:
         assert set_aside(p).startswith(p + ".unreadable-")
     assert scan(str(d)) == ([(good, items[0][1])], [])
 

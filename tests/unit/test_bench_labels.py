@@ -25,7 +25,7 @@ def burst(packets, rate, short=False):
 
 
 def test_surplus_is_a_warning_naming_it():
-    reps, _ = ActionModule._cross_check([run(1000)], sample([burst(1200, 1200.0)]), "continuous")
+    reps, _dummy = ActionModule._cross_check([run(1000)], sample([burst(1200, 1200.0)]), "continuous")
     assert reps[0]["loss"] == pytest.approx(-0.2)
     assert "surplus of 200 packets" in reps[0]["warning"]
 
@@ -33,9 +33,9 @@ def test_surplus_is_a_warning_naming_it():
 def test_bound_needs_the_calibration():
     runs = [run(1000, 5.8e6), run(1000, 5.8e6)]
     samp = sample([burst(1000, 5.8e6), burst(1000, 5.8e6)])
-    reps, _ = ActionModule._cross_check(runs, samp, "continuous")
+    reps, _dummy = ActionModule._cross_check(runs, samp, "continuous")
     assert [r["bound"] for r in reps] == ["undetermined"] * 2 and overall_bound(reps) == "undetermined"
-    reps, _ = ActionModule._cross_check(runs, samp, "continuous", generator_max=6.0e6)
+    reps, _dummy = ActionModule._cross_check(runs, samp, "continuous", generator_max=6.0e6)
     assert overall_bound(reps) == "generator-bound"
     reps, counters = ActionModule._cross_check(runs, sample(samp["bursts"], {"veth0": {"rx_queue_0_drops": 0,
                                                                                        "rx_missed_errors": 7}}),
@@ -44,7 +44,7 @@ def test_bound_needs_the_calibration():
 
 
 def test_short_burst_flagged_in_reps():
-    reps, _ = ActionModule._cross_check([run(1000), run(1000)], sample([burst(1000, 1e6), burst(1000, 2e6, True)]),
+    reps, _dummy = ActionModule._cross_check([run(1000), run(1000)], sample([burst(1000, 1e6), burst(1000, 2e6, True)]),
                                         "continuous")
     assert [r["dut_short"] for r in reps] == [False, True]
 

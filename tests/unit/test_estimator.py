@@ -46,7 +46,7 @@ def test_bimodal_delta_inside_its_interval():
     base = rec([7e6, 7e6, 1e6])
     cand = rec([6.9e6, 6.9e6, 1.05e6], variant="patched")
     out = compare_records(base, cand)
-    lo, hi = out["ci95_ns"]
+    lo, hi = tuple(out["ci95_ns"])
     assert lo <= out["delta_ns_per_packet"] <= hi
     assert out["delta_ns_per_packet"] == pytest.approx(
         out["candidate"]["ns_per_packet"] - out["baseline"]["ns_per_packet"], rel=1e-12)
@@ -68,7 +68,7 @@ def test_property_delta_inside_its_own_interval(a, b):
     d = out["delta_ns_per_packet"]
     assert math.isfinite(d)
     if out["ci95_ns"] is not None:
-        lo, hi = out["ci95_ns"]
+        lo, hi = tuple(out["ci95_ns"])
         assert lo - 1e-9 * abs(d) <= d <= hi + 1e-9 * abs(d)
         assert out["significant"] == (lo > 0 or hi < 0)
     else:
@@ -160,7 +160,7 @@ def test_between_unit_variance_when_several_units(tmp_path):
     # rounds differ far more than repetitions inside a round: unit means carry that spread
     base = _rounds(tmp_path, "a", "baseline", [1.00e6, 1.10e6, 0.90e6, 1.05e6])
     cand = _rounds(tmp_path, "b", "patched", [1.02e6, 1.12e6, 0.93e6, 1.06e6])
-    pairs, _ = match(base, cand)
+    pairs, _dummy = match(base, cand)
     b, c = pairs[0]
     assert len(b) == 4 and len(c) == 4
     out = compare_records(b, c)
@@ -225,7 +225,7 @@ def _aa_records(rng, rounds, between, within, reps=3, mean_ns=140.0):
     out = []
     for k in range(rounds):
         m = rng.gauss(mean_ns, between)
-        out.append(rec([1e9 / rng.gauss(m, within) for _ in range(reps)], replicate={"level": "round", "id": k},
+        out.append(rec([1e9 / rng.gauss(m, within) for _dummy in range(reps)], replicate={"level": "round", "id": k},
                        run_id=f"20261129T2150{k % 60:02d}Z-aaaaaa"))
     return out
 
@@ -239,7 +239,7 @@ def test_aa_rounds_false_positive_rate_by_round_means():
 
     rng = random.Random(11)
     sig = comps = sig_rep = comps_rep = 0
-    for _ in range(150):
+    for _dummy in range(150):
         aa = aa_rounds(_aa_records(rng, 24, between=1.0, within=1.0))
         sig += aa["significant"]
         comps += aa["compares"]

@@ -83,7 +83,7 @@ def test_tuned_profile_is_restored_before_the_governor(tmp_path, world):
     store = _snapshot(tmp_path, {"governor": "powersave", "tuned_profile": "balanced"})
     m = Module(tmp_path)
     result = host_tuning.restored(m, host_tuning.Host(m), store, "host-t")
-    assert [k for k, _ in world.log] == ["tuned_profile", "governor"]
+    assert [k for k, _dummy in world.log] == ["tuned_profile", "governor"]
     assert (world.tuned, world.governor) == ("balanced", "powersave")
     assert not result["snapshot_kept"] and store.load("host-t") is None
 

@@ -35,8 +35,8 @@ def run(monkeypatch, args):
         calls.append(["fetch_url", a[1]])
         raise Fetched(a[1])
     monkeypatch.setattr(basic.AnsibleModule, "run_command", run_command)
-    monkeypatch.setattr(basic.AnsibleModule, "exit_json", lambda self, **kw: (_ for _ in ()).throw(Done(kw)))
-    monkeypatch.setattr(basic.AnsibleModule, "fail_json", lambda self, **kw: (_ for _ in ()).throw(
+    monkeypatch.setattr(basic.AnsibleModule, "exit_json", lambda self, **kw: (_dummy for _dummy in ()).throw(Done(kw)))
+    monkeypatch.setattr(basic.AnsibleModule, "fail_json", lambda self, **kw: (_dummy for _dummy in ()).throw(
         Done(dict(kw, failed=True))))
     monkeypatch.setattr(kernel_patch, "fetch_url", fetch)
     with patch_module_args(args), pytest.raises(Done) as done:
@@ -60,7 +60,7 @@ def test_url_without_a_good_sha256_is_refused_before_anything(tmp_path, monkeypa
 def test_waived_sha256_is_fetched(tmp_path, monkeypatch):
     (tmp_path / "Makefile").write_text("VERSION = 6\n")
     try:
-        result, _ = run(monkeypatch, {"src": str(tmp_path), "method": "patch",
+        result, _dummy = run(monkeypatch, {"src": str(tmp_path), "method": "patch",
                                       "patches": [{"url": "https://example.invalid/a.patch", "sha256_waived": True}]})
     except Fetched:
         return

@@ -91,10 +91,10 @@ def test_unreadable_entry_is_reported_with_its_path(tmp_path):
     d = tmp_path / "ledger"
     d.mkdir(mode=0o700)
     (d / "netns-broken.json").write_text("{not json")
-    good, _ = record(str(d), check_entry("netns", {"name": "x"}))
+    good, _dummy = record(str(d), check_entry("netns", {"name": "x"}))
     items, bad = scan(str(d))
-    assert [p for p, _ in items] == [good] and [p for p, _ in entries(str(d))] == [good]
-    assert [os.path.basename(p) for p, _ in bad] == ["netns-broken.json"]
+    assert [p for p, _dummy in items] == [good] and [p for p, _dummy in entries(str(d))] == [good]
+    assert [os.path.basename(p) for p, _dummy in bad] == ["netns-broken.json"]
 
 
 def test_teardown_order_and_objects_inside_doomed_namespaces():
@@ -199,5 +199,5 @@ def test_forget_inside_drops_only_the_objects_of_that_namespace(tmp_path):
     L.record(d, L.check_entry("xdp", {"interface": "veth0"}, "xdplab-sink"))
     L.record(d, L.check_entry("netns", {"name": "xdplab-dut"}))
     assert len(L.forget_inside(d, "xdplab-dut")) == 2
-    left = sorted((e["kind"], e.get("netns") or e["key"].get("name")) for _, e in L.entries(d))
+    left = sorted((e["kind"], e.get("netns") or e["key"].get("name")) for _dummy, e in L.entries(d))
     assert left == [("netns", "xdplab-dut"), ("xdp", "xdplab-sink")]

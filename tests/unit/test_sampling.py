@@ -160,7 +160,7 @@ def test_ramp_trimmed_by_threshold_not_by_one_interval():
 
 def test_least_squares_slope_against_numpy():
     rng = np.random.default_rng(7)
-    for _ in range(50):
+    for _dummy in range(50):
         n = int(rng.integers(2, 40))
         t = np.sort(rng.uniform(0, 10, n))
         t[0] -= 1.0  # spread

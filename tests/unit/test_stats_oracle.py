@@ -22,7 +22,7 @@ RNG = np.random.default_rng(20261201)
 
 
 def _random_sides(n_cases=200):
-    for _ in range(n_cases):
+    for _dummy in range(n_cases):
         na, nb = (int(x) for x in RNG.integers(2, 30, 2))
         scale = 10 ** RNG.uniform(-2, 3)
         yield RNG.normal(140, scale, na), RNG.normal(140 + RNG.normal(0, scale), scale * RNG.uniform(0.1, 10), nb)
@@ -83,7 +83,7 @@ def test_t_quantile_against_scipy():
 
 
 def test_summary_against_numpy_and_scipy():
-    for _ in range(100):
+    for _dummy in range(100):
         x = RNG.uniform(1e5, 1e7, int(RNG.integers(2, 40)))
         s = summarize(list(x))
         assert s["mean"] == pytest.approx(np.mean(x), rel=1e-12)
@@ -94,12 +94,12 @@ def test_summary_against_numpy_and_scipy():
 
 def test_compare_estimator_against_scipy():
     # mean of per-unit ns/packet, Welch on it: the whole comparison reproduced with scipy
-    for _ in range(50):
+    for _dummy in range(50):
         a = RNG.uniform(5e6, 8e6, int(RNG.integers(2, 12)))
         b = RNG.uniform(5e6, 8e6, int(RNG.integers(2, 12)))
-        mk = lambda s, v: build_record(run_id="20261129T215000Z-aaaaaa", scenario="s", variant=v,  # noqa: E731
-                                       tool="xdpgen", params={}, samples=list(s),
-                                       started="2026-11-29T21:50:00Z", duration_s=1.0)
+        def mk(s, v):
+            return build_record(run_id="20261129T215000Z-aaaaaa", scenario="s", variant=v, tool="xdpgen",
+                                params={}, samples=list(s), started="2026-11-29T21:50:00Z", duration_s=1.0)
         out = compare_records(mk(a, "b"), mk(b, "c"))
         ref = stats.ttest_ind(1e9 / b, 1e9 / a, equal_var=False)
         ci = ref.confidence_interval(0.95)
@@ -126,7 +126,7 @@ def _holm_reference(p, alpha=0.05):
 
 
 def test_holm_against_reference_random_and_ties():
-    cases = [list(RNG.uniform(0, 0.2, int(RNG.integers(1, 30)))) for _ in range(200)]
+    cases = [list(RNG.uniform(0, 0.2, int(RNG.integers(1, 30)))) for _dummy in range(200)]
     cases += [[0.01, 0.01, 0.01], [0.0125] * 4, [0.05], [0.0, 1.0], [0.049999, 0.05]]
     for p in cases:
         ours = holm(p)
@@ -142,7 +142,7 @@ def test_holm_family_wise_error_under_the_null():
     # 10 A/A rows, each with a uniform p-value: raw 5% calls ~40% of reports "something significant",
     # Holm keeps that at <= 5%
     trials, any_raw, any_holm = 4000, 0, 0
-    for _ in range(trials):
+    for _dummy in range(trials):
         p = list(RNG.uniform(0, 1, 10))
         any_raw += any(x < 0.05 for x in p)
         any_holm += any(o["significant"] for o in holm(p))

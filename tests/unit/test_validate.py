@@ -157,7 +157,7 @@ def test_kernel_cmdline_good_values():
 def test_grub_restored_byte_for_byte(line):
     original = f"GRUB_DEFAULT=0\n{line}\nGRUB_TIMEOUT=5\n"
     saved = th.grub_snapshot(original)
-    edited, _, _ = th.edit_grub(original, {"isolcpus": "2-3"})
+    edited, _dummy, _dummy = th.edit_grub(original, {"isolcpus": "2-3"})
     assert edited != original and "isolcpus=2-3" in th.grub_cmdline(edited)
     assert th.restore_grub(edited, saved) == original
 
@@ -165,7 +165,7 @@ def test_grub_restored_byte_for_byte(line):
 def test_grub_line_added_is_removed_on_restore():
     original = "GRUB_DEFAULT=0\n"
     saved = th.grub_snapshot(original)
-    edited, _, _ = th.edit_grub(original, {"nosmt": True})
+    edited, _dummy, _dummy = th.edit_grub(original, {"nosmt": True})
     assert th.restore_grub(edited, saved) == original
 
 

@@ -48,13 +48,13 @@ def _run(args, help_text=HELP_10, start=None, ready=("ready", "SSH-2.0-OpenSSH_9
 
 
 def test_a_nic_model_the_qemu_lacks_fails_naming_the_guest_and_makes_nothing(tmp_path):
-    res, _ = _run(_args(tmp_path, netns="xdplab-vmlab"), help_text=HELP_72)
+    res, _dummy = _run(_args(tmp_path, netns="xdplab-vmlab"), help_text=HELP_72)
     assert res["failed"] and "guest 'vmdut'" in res["msg"] and "no device 'igb'" in res["msg"]
     assert not (tmp_path / "guests").exists() and not (tmp_path / "ledger").exists()
 
 
 def test_test_nics_without_a_namespace_fail(tmp_path):
-    res, _ = _run(_args(tmp_path))
+    res, _dummy = _run(_args(tmp_path))
     assert res["failed"] and "guest 'vmdut': test NICs need netns" in res["msg"]
 
 
@@ -87,7 +87,7 @@ def test_a_guest_that_answers_is_reported_with_its_drivers(tmp_path):
 
 @pytest.mark.parametrize("rundir", ["/", "/var", "relative/dir", "/var/lib/../lib/x"])
 def test_a_rundir_that_is_not_its_own_is_refused(tmp_path, rundir):
-    res, _ = _run(_args(tmp_path, rundir=rundir, state="stopped"))
+    res, _dummy = _run(_args(tmp_path, rundir=rundir, state="stopped"))
     assert res["failed"] and "guest 'vmdut': rundir" in res["msg"]
 
 
@@ -95,7 +95,7 @@ def test_a_rundir_holding_foreign_files_is_never_removed(tmp_path):
     rundir = tmp_path / "guests" / "vmdut"
     rundir.mkdir(parents=True)
     (rundir / "precious.txt").write_text("keep me")
-    res, _ = _run(_args(tmp_path, state="stopped"))
+    res, _dummy = _run(_args(tmp_path, state="stopped"))
     assert res["failed"] and "precious.txt" in res["msg"] and (rundir / "precious.txt").exists()
 
 
@@ -112,7 +112,7 @@ def test_a_kvm_guest_that_exits_at_once_is_started_again_under_tcg(tmp_path):
     with mock.patch("ansible_collections.xdplab.testbed.plugins.module_utils.kernel._qemu_guest.probe_kvm",
                     return_value=(True, "a probe guest ran under KVM")), \
             mock.patch.object(_vmlab, "alive", side_effect=lambda pid: pid != 101):
-        res, _ = _run(_args(tmp_path, netns="xdplab-vmlab", accel="auto", kvm_grace=0.5),
+        res, _dummy = _run(_args(tmp_path, netns="xdplab-vmlab", accel="auto", kvm_grace=0.5),
                       start=mock.Mock(side_effect=fake_start))
     assert not res.get("failed") and res["accel"] == "tcg" and res["pid"] == 102
     assert "failed to set MSR 0x10a" in res["accel_reason"] and "fell back to TCG" in res["accel_reason"]

@@ -131,7 +131,7 @@ def stop(ident: dict[str, Any], first: int = signal.SIGTERM, timeout: float = 5.
             return "stopped"
         time.sleep(0.02)
     if send(ident, signal.SIGKILL, proc):
-        for _ in range(100):
+        for _dummy in range(100):
             if not same(ident, proc):
                 break
             time.sleep(0.02)

@@ -309,7 +309,7 @@ def noise(records: list[dict], delta_ns: float = 1.0) -> dict:
     out["pooled_unit_stdev_ns"] = unit_sd
     out["units_needed"] = repetitions_needed(unit_sd, delta_ns) if unit_sd is not None else None
     out["aa_rounds"] = []
-    for (_, scenario, variant, _), recs in groups.items():
+    for (_dummy, scenario, variant, _dummy), recs in groups.items():
         if len(recs) >= 2 * AA_PER_SIDE and all(replicate_of(r)[0] == "round" for r in recs):
             out["aa_rounds"].append(dict(aa_rounds(recs), scenario=scenario, variant=variant,
                                          params=recs[0]["params"]))

@@ -39,7 +39,6 @@ def new_run_id(now: _dt.datetime | None = None) -> str:
     return now.strftime("%Y%m%dT%H%M%SZ") + "-" + secrets.token_hex(3)
 
 
-
 REPLICATE_LEVELS = ("repetition", "run", "boot", "round")
 
 

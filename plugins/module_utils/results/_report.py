@@ -72,16 +72,15 @@ def build(results: list[str], *, baseline_variant: str | None = None,
         if any(c.get("caveat") for c in report["comparisons"]):
             report["caveat"] = CAVEAT_ONE_RUN
         report["unmatched"] = unmatched
-        report["candidate_environment"] = _first_env([r for _, cs in pairs for r in cs])
+        report["candidate_environment"] = _first_env([r for _dummy, cs in pairs for r in cs])
         report["environment_diff"] = report["comparisons"][0]["environment_diff"]
         report["rows"] = [_row_from_cmp(c) for c in report["comparisons"]]
     else:
         report["sweeps"] = sweep_tables(sets[0])
         if len({replicate_of(r) for r in sets[0]}) == 1:
             report["caveat"] = CAVEAT_ONE_RUN
-        report["rows"] = [{k: row[k] for k in ("params", "pps", "ns_per_packet", "delta_prev_ns",
-                                                  "delta_base_ns", "n")} | {"scenario": t["scenario"],
-                                                                          "variant": t["variant"]}
+        keys = ("params", "pps", "ns_per_packet", "delta_prev_ns", "delta_base_ns", "n")
+        report["rows"] = [{k: row[k] for k in keys} | {"scenario": t["scenario"], "variant": t["variant"]}
                           for t in report["sweeps"] for row in t["rows"]]
     return report
 

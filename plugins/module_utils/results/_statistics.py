@@ -327,7 +327,7 @@ def holm(p_values: Sequence[float | None], level: float = 0.95) -> list[dict]:
         if not (isinstance(p, (int, float)) and 0.0 <= p <= 1.0):
             raise StatsError(f"p-value {i} must be a number in [0, 1], got {p!r}")
     m = len(tested)
-    out: list[dict] = [{"p_holm": None, "significant": False} for _ in p_values]
+    out: list[dict] = [{"p_holm": None, "significant": False} for _dummy in p_values]
     running = 0.0
     for rank, (p, i) in enumerate(sorted(tested)):
         running = max(running, min(1.0, (m - rank) * p))

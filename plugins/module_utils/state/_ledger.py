@@ -219,7 +219,7 @@ ORDER = {"qemu": 0, "xdp": 1, "tc": 2, "nft": 3, "tuning": 4, "netns": 5}
 
 def teardown_plan(items: list[tuple[str, dict]]) -> list[tuple[str, dict]]:
     """Entries in removal order; objects inside a namespace that is itself listed are left to the namespace."""
-    doomed = {e["key"]["name"] for _, e in items if e["kind"] == "netns"}
+    doomed = {e["key"]["name"] for _dummy, e in items if e["kind"] == "netns"}
     plan = [(p, e) for p, e in items if not (e.get("netns") in doomed and e["kind"] in ("xdp", "tc", "nft"))]
     skipped = [(p, e) for p, e in items if (p, e) not in plan]
     return sorted(plan, key=lambda pe: (ORDER[pe[1]["kind"]], pe[0])) + skipped
@@ -358,8 +358,9 @@ def acquire(path: str, pid: int, host: str | None = None, run_id: str | None = N
     host = host or socket.gethostname()
     _lock_dir(path)
     local = host == socket.gethostname()
-    me = {"pid": pid, "pid_start": pid_start if pid_start is not None else (pid_start_time(pid, proc) if local
-                                                                           else None),
+    if pid_start is None and local:
+        pid_start = pid_start_time(pid, proc)
+    me = {"pid": pid, "pid_start": pid_start,
           "host": host, "run_id": run_id, "since": _now(), "boot_id": boot_id}
     with _Guard(path):
         current = read_lock(path)

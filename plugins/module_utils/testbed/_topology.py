@@ -29,7 +29,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ansible_collections.xdplab.testbed.plugins.module_utils.common import _validate
-from ansible_collections.xdplab.testbed.plugins.module_utils.common._validate import IFNAMSIZ, NETNS_NAME_MAX  # noqa: F401
 
 MTU_MIN = 68  # IPv4 minimum; veth accepts 68..65535 (ETH_MAX_MTU)
 MTU_MAX = 65535

@@ -193,7 +193,7 @@ def link_pairs(guests: list[Guest]) -> list[tuple[str, str]]:
     for link, members in sorted(ends.items()):
         if len(members) != 2:
             raise VmlabError(f"link {link!r} must join two guests, it is on "
-                             f"{[f'{g.name}/{n.name}' for g, _, n in members]}")
+                             f"{[f'{g.name}/{n.name}' for g, _dummy, n in members]}")
         (ga, sa, na), (gb, sb, nb) = members
         if ga.name == gb.name:
             raise VmlabError(f"guest {ga.name!r}: link {link!r} joins the guest to itself")
@@ -228,7 +228,7 @@ def open_taps(netns: str, names_queues: dict[str, int]) -> dict[str, list[int]]:
         for name, queues in names_queues.items():
             flags = _IFF_TAP | _IFF_NO_PI | _IFF_VNET_HDR | (_IFF_MULTI_QUEUE if queues > 1 else 0)
             fds = []
-            for _ in range(queues):
+            for _dummy in range(queues):
                 fd = os.open("/dev/net/tun", os.O_RDWR)
                 fds.append(fd)
                 fcntl.ioctl(fd, _TUNSETIFF, struct.pack("16sH22x", name.encode(), flags))

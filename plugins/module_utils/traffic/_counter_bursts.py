@@ -189,7 +189,7 @@ def align_bursts(runs: list[tuple[float, float]], burst_starts: list[float], sla
         return [[j for j, b in enumerate(burst_starts) if start - slack <= b - offset <= start + elapsed]
                 for start, elapsed in runs]
 
-    candidates = {0.0} | {b - start for start, _ in runs for b in burst_starts}
+    candidates = {0.0} | {b - start for start, _dummy in runs for b in burst_starts}
     offset = min(candidates, key=lambda off: (-sum(1 for m in assign(off) if len(m) == 1), abs(off), off))
     out: list[int] = []
     for i, found in enumerate(assign(offset)):
@@ -248,7 +248,7 @@ def bound_label(sent: int | None, received: int, *, rate: float | None = None,
       back-pressures without loss looks like "no loss" too;
     - "unknown": no sent count.
     """
-    loss, _ = signed_loss(sent, received)
+    loss, _dummy = signed_loss(sent, received)
     if loss is None:
         return "unknown", None
     if (dut_drops or 0) > 0 or loss > threshold:

@@ -46,6 +46,7 @@ def in_bpffs(path: str, mounts: str = "/proc/self/mounts") -> bool:
                 best, fstype = point, fields[2]
     return fstype == "bpf"
 
+
 # Map layouts of files/xdp/xdplab.h.
 FLOW_KEY = struct.Struct("=16s16s2s2sBBH")  # struct xdplab_flow_key (ports in network byte order)
 FLOW_VAL = struct.Struct("=IIQQ")  # struct xdplab_flow_val {action, ifindex, packets, bytes}

@@ -25,7 +25,7 @@ description:
   - Every name is checked before anything runs, and reaches the nftables ruleset or the tc command line only
     in a form they cannot read as anything else.
 author:
-  - xdplab.testbed contributors (@xdplab)
+  - xdplab.testbed contributors (!UNKNOWN)
 requirements:
   - pyroute2 (reading qdiscs and filters)
   - tc (iproute2) and nft (nftables)

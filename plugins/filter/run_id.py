@@ -19,7 +19,7 @@ options:
     description: A run id to check, or an empty string (or none) for a new one.
     type: str
     required: true
-author: xdplab.testbed developers (@xdplab)
+author: xdplab.testbed developers
 """
 
 EXAMPLES = r"""

@@ -44,8 +44,8 @@ def test_bound_needs_the_calibration():
 
 
 def test_short_burst_flagged_in_reps():
-    reps, _dummy = ActionModule._cross_check([run(1000), run(1000)], sample([burst(1000, 1e6), burst(1000, 2e6, True)]),
-                                        "continuous")
+    reps, _dummy = ActionModule._cross_check([run(1000), run(1000)],
+                                             sample([burst(1000, 1e6), burst(1000, 2e6, True)]), "continuous")
     assert [r["dut_short"] for r in reps] == [False, True]
 
 

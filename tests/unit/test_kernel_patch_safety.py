@@ -60,8 +60,9 @@ def test_url_without_a_good_sha256_is_refused_before_anything(tmp_path, monkeypa
 def test_waived_sha256_is_fetched(tmp_path, monkeypatch):
     (tmp_path / "Makefile").write_text("VERSION = 6\n")
     try:
-        result, _dummy = run(monkeypatch, {"src": str(tmp_path), "method": "patch",
-                                      "patches": [{"url": "https://example.invalid/a.patch", "sha256_waived": True}]})
+        result, _dummy = run(monkeypatch, {
+            "src": str(tmp_path), "method": "patch",
+            "patches": [{"url": "https://example.invalid/a.patch", "sha256_waived": True}]})
     except Fetched:
         return
     pytest.fail(f"not fetched: {result.get('msg')}")

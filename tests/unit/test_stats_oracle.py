@@ -97,6 +97,7 @@ def test_compare_estimator_against_scipy():
     for _dummy in range(50):
         a = RNG.uniform(5e6, 8e6, int(RNG.integers(2, 12)))
         b = RNG.uniform(5e6, 8e6, int(RNG.integers(2, 12)))
+
         def mk(s, v):
             return build_record(run_id="20261129T215000Z-aaaaaa", scenario="s", variant=v, tool="xdpgen",
                                 params={}, samples=list(s), started="2026-11-29T21:50:00Z", duration_s=1.0)

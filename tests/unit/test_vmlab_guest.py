@@ -113,7 +113,7 @@ def test_a_kvm_guest_that_exits_at_once_is_started_again_under_tcg(tmp_path):
                     return_value=(True, "a probe guest ran under KVM")), \
             mock.patch.object(_vmlab, "alive", side_effect=lambda pid: pid != 101):
         res, _dummy = _run(_args(tmp_path, netns="xdplab-vmlab", accel="auto", kvm_grace=0.5),
-                      start=mock.Mock(side_effect=fake_start))
+                           start=mock.Mock(side_effect=fake_start))
     assert not res.get("failed") and res["accel"] == "tcg" and res["pid"] == 102
     assert "failed to set MSR 0x10a" in res["accel_reason"] and "fell back to TCG" in res["accel_reason"]
     assert argvs[0][argvs[0].index("-accel") + 1] == "kvm" and argvs[1][argvs[1].index("-accel") + 1] == "tcg"

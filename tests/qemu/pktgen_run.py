@@ -25,6 +25,7 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "..", ".collections"))
 
+from ansible_collections.xdplab.testbed.plugins.module_utils.common._atomic_files import write_json_atomic  # noqa: E402
 from ansible_collections.xdplab.testbed.plugins.module_utils.results import _record_schema as _record  # noqa: E402
 from ansible_collections.xdplab.testbed.plugins.module_utils.traffic import _output_parsers as _parsers  # noqa: E402
 
@@ -125,7 +126,7 @@ def main() -> int:
         duration_s=time.monotonic() - t0,
         extra={"pgctrl": pgctrl.splitlines()},
     )
-    _record.write_json_atomic(args.out, record)
+    write_json_atomic(args.out, record)
     print(f"{args.variant}: {len(samples)} reps, pps {[round(s) for s in samples]}")
     return 0
 

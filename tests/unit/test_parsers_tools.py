@@ -394,7 +394,7 @@ def test_huge_number_is_a_parse_error_not_an_overflow():
 
 
 def test_testpmd_af_xdp_on_veth_captured_here():
-    """Real dpdk-testpmd (Debian 12 dpdk-dev) output from _tools.testpmd_argv, stopped with SIGINT."""
+    """Real dpdk-testpmd (Debian 12 dpdk-dev) output from _client_server_argv.testpmd_argv, stopped with SIGINT."""
     r = parse("testpmd", load("testpmd/af_xdp_veth_txonly_here.txt"))
     assert r["pps_direction"] == "tx"
     assert r["pps"] == 994637.0  # the last full-second Tx-pps of the periodic port statistics

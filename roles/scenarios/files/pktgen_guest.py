@@ -40,6 +40,7 @@ def _collections_root(here: str) -> str:
 
 sys.path.insert(0, _collections_root(os.path.dirname(os.path.abspath(__file__))))
 
+from ansible_collections.xdplab.testbed.plugins.module_utils.common._atomic_files import write_json_atomic  # noqa: E402
 from ansible_collections.xdplab.testbed.plugins.module_utils.results import _record_schema as _record  # noqa: E402
 from ansible_collections.xdplab.testbed.plugins.module_utils.results import _sweep  # noqa: E402
 from ansible_collections.xdplab.testbed.plugins.module_utils.traffic._pktgen_proc import (  # noqa: E402
@@ -140,11 +141,11 @@ def main() -> int:
                              "devices": res["devices"]}],
                    "bound": "generator-bound"})
         records[step["key"]] = _sweep.merge_record(records.get(step["key"]), rec)
-        _record.write_json_atomic(os.path.join(args.out, f"{plan['scenario']}__{step['key']}"), records[step["key"]])
+        write_json_atomic(os.path.join(args.out, f"{plan['scenario']}__{step['key']}"), records[step["key"]])
         print(f"[{step['index'] + 1}/{len(plan['steps'])}] {step['variant']} {json.dumps(step['sweep'])}: "
               f"{res['pps']:.0f} pps, {res['packets']} packets, CPU system/softirq "
               f"{cpu['system_pct']}/{cpu['softirq_pct']}%", flush=True)
-    _record.write_json_atomic(os.path.join(args.out, "FAILURES"), failures)
+    write_json_atomic(os.path.join(args.out, "FAILURES"), failures)
     return 1 if failures else 0
 
 

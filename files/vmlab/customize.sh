@@ -3,6 +3,10 @@
 # Adds the lab user (no password: key only, through the lab share at boot), sudo for it, sshd's
 # settings, the init and busybox init's inittab.
 set -eu
+if [ $# -ne 1 ] || [ ! -d "$1/etc" ] || [ "$(readlink -f "$1")" = / ]; then
+    echo "customize.sh: needs one argument, the image root being built (got: $*)" >&2
+    exit 2
+fi
 root="$1"
 here="$(dirname "$(readlink -f "$0")")"
 chroot "$root" useradd --create-home --shell /bin/bash --user-group xdplab

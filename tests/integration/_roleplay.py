@@ -31,9 +31,12 @@ def run_role(role: str, tmp_path: Path, extra: dict, check: bool = False, netns:
     vars_file = tmp_path / "vars.json"
     vars_file.write_text(json.dumps(extra))
     env = {**os.environ, "ANSIBLE_CONFIG": str(ROOT / "ansible.cfg"), "ANSIBLE_STDOUT_CALLBACK": "json",
-           "ANSIBLE_DEPRECATION_WARNINGS": "False", "ANSIBLE_INVENTORY": "localhost,"}
+           "ANSIBLE_DEPRECATION_WARNINGS": "False"}
+    # The inventory goes on the command line: ANSIBLE_INVENTORY is a path list, so "localhost," there
+    # splits into "localhost" and "" (the working directory), and ansible would then read the whole
+    # checkout as an inventory directory and execute every executable file in it as an inventory script.
     argv = ([*(["ip", "netns", "exec", netns] if netns else []), str(ROOT / ".venv" / "bin" / "ansible-playbook"),
-             str(pb), "-e", f"@{vars_file}"] + (["--check"] if check else []))
+             "-i", "localhost,", str(pb), "-e", f"@{vars_file}"] + (["--check"] if check else []))
     r = subprocess.run(argv, capture_output=True, text=True, env=env, cwd=ROOT, check=False)  # noqa: S603
     try:
         out, _end = json.JSONDecoder().raw_decode(r.stdout[r.stdout.index("{"):])

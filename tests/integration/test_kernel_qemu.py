@@ -28,7 +28,10 @@ def _find_kernel() -> tuple[str, Path | None]:
     env = os.environ.get("XDPLAB_GUEST_KERNEL")
     if env:
         return env, None
-    links = sorted(STATEDIR.glob("*/bzImage"), key=lambda p: p.stat().st_mtime if p.exists() else 0)
+    # The kernel role's one-command guests boot from the host's root over 9p: the molecule/kernel
+    # variants have it; the vmlab variant (a disk-booting guest) does not, and is never chosen.
+    links = sorted((p for p in STATEDIR.glob("*/bzImage") if p.parent.name != "vmlab"),
+                   key=lambda p: p.stat().st_mtime if p.exists() else 0)
     links = [p for p in links if p.exists()]
     if links:
         return str(links[-1]), links[-1].parent

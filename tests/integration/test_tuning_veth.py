@@ -265,7 +265,8 @@ def test_host_sysctl_snapshot_and_cpu_latency_holder(veth):
     try:
         assert out["rc"] == 0 and out["changed"], out
         assert out["facts"]["cpu_dma_latency"] == 1999999
-        pid = int(Path(state_dir, "cpu_dma_latency.pid").read_text())
+        # The holder's pidfile names its identity (pid, start time, boot id), checked before any signal.
+        pid = json.loads(Path(state_dir, "cpu_dma_latency.pid").read_text())["pid"]
         assert os.path.exists(f"/proc/{pid}")
         again = run_module("host_tuning", {"cpu_dma_latency": 1999999, "state_dir": state_dir}, ns)
         assert again["rc"] == 0 and not again["changed"], again
@@ -275,6 +276,12 @@ def test_host_sysctl_snapshot_and_cpu_latency_holder(veth):
     assert back["rc"] == 0 and back["sysctl_restore"] == {"net.ipv4.ip_forward": "0"}, back
     assert back["facts"]["cpu_dma_latency"] == before_latency
     assert not os.path.exists(f"/proc/{pid}") or "cpu_dma" not in Path(f"/proc/{pid}/cmdline").read_text()
+    # The sysctls are the caller's to write (the role does it with ansible.posix.sysctl): until they read
+    # back equal the snapshot is kept, and the next restore removes it.
+    assert back["snapshot_kept"] and os.path.exists(back["snapshot_path"]), back
+    sh("sysctl", "-qw", "net.ipv4.ip_forward=0", ns=ns)
+    done = run_module("host_tuning", {"state": "restored", "state_dir": state_dir}, ns)
+    assert done["rc"] == 0 and not done["sysctl_restore"] and not done["snapshot_kept"], done
     assert not os.path.exists(back["snapshot_path"])
 
 

@@ -6,6 +6,7 @@ test creates (h1<pid>...), packets sent with AF_PACKET, counters read through _b
 
 from __future__ import annotations
 
+import atexit
 import glob
 import itertools
 import json
@@ -147,6 +148,7 @@ class Netns:
 
 # The module records what it attaches in a ledger; these tests keep theirs out of the host's.
 LEDGER = tempfile.mkdtemp(prefix="xdplab-test-ledger-")
+atexit.register(shutil.rmtree, LEDGER, ignore_errors=True)
 
 
 def run_module(prefix: list[str], args: dict, check: bool = False, diff: bool = False) -> dict:
@@ -433,7 +435,8 @@ def test_via_ansible(objs, ns):
     env = {**os.environ, "ANSIBLE_CONFIG": str(ROOT / "ansible.cfg"), "ANSIBLE_DEPRECATION_WARNINGS": "False",
            "ANSIBLE_STDOUT_CALLBACK": "json", "ANSIBLE_LOAD_CALLBACK_PLUGINS": "1"}
     argv = ["ip", "netns", "exec", ns.name, str(ROOT / ".venv" / "bin" / "ansible"), "localhost",
-            "-m", "xdplab.testbed.xdp_prog", "-a", f"interface=h1b object={objs / 'xdp_pass.o'} mode=generic"]
+            "-m", "xdplab.testbed.xdp_prog", "-a",
+            f"interface=h1b object={objs / 'xdp_pass.o'} mode=generic ledger_dir={LEDGER}"]
     r = subprocess.run(argv, capture_output=True, text=True, env=env, cwd=ROOT, check=False)
     assert r.returncode == 0, r.stdout + r.stderr
     out, _end = json.JSONDecoder().raw_decode(r.stdout[r.stdout.index("{"):])  # after profile_tasks' banner

@@ -10,7 +10,7 @@ export LC_ALL := C.UTF-8
 # The guest kernel the QEMU runner tests boot: built by the kernel role (molecule/kernel) unless given.
 GUEST_KERNEL ?= /var/lib/xdplab/kernel/baseline/bzImage
 
-.PHONY: help deps deps-apt deps-test venv venv-test collection bench test unit integration qemu faults lint sanity molecule bench-perf build clean vmlab vmlab-up vmlab-down
+.PHONY: help deps deps-apt deps-test venv venv-test collection bench test unit integration qemu faults lint sanity molecule bench-perf build clean vmlab vmlab-up vmlab-down vmlab-test
 
 help:
 	@echo "make bench       install everything, run bench.yml on the virtual test bed"
@@ -18,6 +18,7 @@ help:
 	@echo "make bench-perf  generator and harness-overhead benchmark (prints figures)"
 	@echo "make build       ansible-galaxy collection build"
 	@echo "make vmlab       the lab in a box: guests up, smoke check over ssh, guests down"
+	@echo "make vmlab-test  molecule/vmlab: real drivers tuned, XDP native, the kernel's driver selftests"
 
 # Debian packages (root). A stamp keyed on the package list and the project's apt sources avoids
 # re-running apt. The sources in files/apt (bookworm-backports) go in before apt-get update; a line
@@ -66,7 +67,7 @@ unit:
 	$(BIN)/pytest -q tests/unit
 
 integration:
-	$(BIN)/pytest -q tests/integration
+	XDPLAB_GUEST_KERNEL=$(GUEST_KERNEL) $(BIN)/pytest -q tests/integration
 
 # Host-side tests that boot the guest kernel under QEMU and run tests/qemu/test_* inside it.
 qemu:
@@ -101,8 +102,10 @@ sanity: venv-test
 	    | tar --null -T - -cf - | tar -xf - -C $(SANITY_TREE)
 	cd $(SANITY_TREE) && git init -q && git add -A && $(CURDIR)/$(BIN)/ansible-test sanity --venv --python $(SANITY_PYTHON) --color no $(SANITY_ARGS)
 
+# The scenarios `make test` runs; molecule/vmlab (guests under emulation) runs with `make vmlab-test`.
+MOLECULE_SCENARIOS := default kernel tuning
 molecule:
-	cd $(CURDIR) && $(BIN)/molecule test --all
+	cd $(CURDIR) && for s in $(MOLECULE_SCENARIOS); do $(BIN)/molecule test -s $$s || exit 1; done
 
 bench-perf: deps
 	$(BIN)/ansible-playbook playbooks/bench_perf.yml $(BENCH_ARGS)
@@ -113,6 +116,9 @@ bench-perf: deps
 VMLAB_INV := -i inventories/vmlab
 vmlab-up: deps
 	$(BIN)/ansible-playbook $(VMLAB_INV) playbooks/vmlab_up.yml $(VMLAB_ARGS)
+
+vmlab-test: deps-test
+	cd $(CURDIR) && $(BIN)/molecule test -s vmlab
 
 vmlab-down: deps
 	$(BIN)/ansible-playbook $(VMLAB_INV) playbooks/vmlab_down.yml $(VMLAB_ARGS)

@@ -7,11 +7,12 @@ from __future__ import annotations
 DOCUMENTATION = r"""
 ---
 name: bench_schedule
-short_description: Interleaved rounds of a list of configurations (ABAB or rotated)
+short_description: Interleaved rounds of a list of configurations (ABAB, rotated or ABBA)
 version_added: 0.1.0
 description:
   - Returns one entry per round and configuration, C({round, item, position}), rounds 1-based.
-  - C(abab) keeps the same order in every round; C(rotated) starts each round one step later.
+  - C(abab) keeps the same order in every round; C(rotated) starts each round one step later;
+    C(abba) reverses every other round (A B, B A, A B, ...).
 options:
   _input:
     description: The configurations (scenario names, variants, ...), in their base order.
@@ -23,7 +24,7 @@ options:
     type: int
     required: true
   order:
-    description: C(abab) or C(rotated).
+    description: C(abab), C(rotated) or C(abba).
     type: str
     default: abab
 author: xdplab.testbed developers

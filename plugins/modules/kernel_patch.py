@@ -211,19 +211,17 @@ class Series:
                 self.module.fail_json(msg=f"sha256 mismatch for patch {spec.get('path') or spec.get('url')!r}: "
                                       f"expected {spec['sha256']}, got {digest}")
             text = raw.decode("utf-8", errors="surrogateescape")
-            parts = _kernel.split_mbox(text)
-            for k, part in enumerate(parts, start=1):
-                pname = name if len(parts) == 1 else f"{name}#{k}"
-                if not _kernel.has_diff(part):
-                    self.module.fail_json(msg=f"patch {pname!r} contains no diff")
-                info = _kernel.PatchInfo(index=len(items) + 1, name=pname,
-                                         subject=_kernel.patch_subject(part, pname), files=_kernel.patch_files(part))
-                _dummy, out, _dummy = self.run([self.git, "patch-id", "--stable"], data=part, cwd="/")
-                if not out.strip():
-                    self.module.fail_json(msg=f"git patch-id found no diff in patch {pname!r}")
-                info.patch_id = out.split()[0]
-                items.append((info, part))
+            try:
+                items += _kernel.read_series(name, text, self.patch_id, start=len(items) + 1)
+            except _kernel.KernelError as exc:
+                self.module.fail_json(msg=str(exc))
         return items
+
+    def patch_id(self, text: str) -> str:
+        """``git patch-id --stable`` of one patch ("" when git finds no diff in it)."""
+        _dummy, out, _dummy = self.run([self.git, "patch-id", "--stable"], data=text, cwd="/")
+        ids = _kernel.parse_patch_ids(out)
+        return ids[0] if len(ids) == 1 else ""
 
     def recorded(self) -> dict:
         try:

@@ -9,10 +9,13 @@ No I/O here except reading Kconfig files in :func:`kconfig_reasons`; the modules
 
 from __future__ import annotations
 
+import email.errors
+import email.header
 import hashlib
 import json
 import os
 import re
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 
 SERIES_SCHEMA = "xdplab.kernel-series/v1"
@@ -20,6 +23,9 @@ _MBOX_FROM = re.compile(r"^From [0-9a-f]{40} Mon Sep 17 00:00:00 2001$", re.M)
 _SUBJECT_PREFIX = re.compile(r"^\s*(\[[^\]]*\]\s*)+")
 _CONFIG_SET = re.compile(r"^(CONFIG_[A-Za-z0-9_]+)=(.*)$")
 _CONFIG_UNSET = re.compile(r"^# (CONFIG_[A-Za-z0-9_]+) is not set$")
+# git patch-id prints "<patch-id> <commit-id>" per patch; sha1 repositories 40 hex digits, sha256 ones 64.
+_PATCH_ID_LINE = re.compile(r"^([0-9a-f]{40}|[0-9a-f]{64}) ([0-9a-f]{40}|[0-9a-f]{64})$")
+_PATCH_ID = re.compile(r"[0-9a-f]{40}|[0-9a-f]{64}")
 
 
 class KernelError(Exception):
@@ -64,8 +70,20 @@ def patch_subject(text: str, fallback: str) -> str:
                     subject += " " + cont.strip()
                 else:
                     break
-            return _SUBJECT_PREFIX.sub("", subject).strip() or fallback
+            return _SUBJECT_PREFIX.sub("", _decode_header(subject)).strip() or fallback
     return fallback
+
+
+def _decode_header(value: str) -> str:
+    """A header value with RFC 2047 encoded words (=?UTF-8?q?...?=, as git send-email writes
+    non-ASCII subjects) decoded; whitespace runs folded to one space. Undecodable text is kept as is."""
+    value = " ".join(value.split())
+    if "=?" not in value:
+        return value
+    try:
+        return " ".join(str(email.header.make_header(email.header.decode_header(value))).split())
+    except (LookupError, ValueError, UnicodeDecodeError, email.errors.HeaderParseError):
+        return value
 
 
 def patch_files(text: str) -> list[str]:
@@ -87,6 +105,71 @@ def patch_files(text: str) -> list[str]:
 
 def has_diff(text: str) -> bool:
     return any(line.startswith("+++ ") for line in text.splitlines())
+
+
+def parse_patch_ids(output: str) -> list[str]:
+    """The patch-ids in the output of ``git patch-id --stable`` (one "<patch-id> <commit-id>" line per
+    patch that has a diff; nothing for a patch without one). Any other line is an error: it would be
+    a foreign tool's output taken for a patch-id."""
+    ids = []
+    for n, line in enumerate(output.splitlines(), start=1):
+        if not line.strip():
+            continue
+        m = _PATCH_ID_LINE.match(line.strip())
+        if not m:
+            raise KernelError(f"git patch-id output line {n} is not '<patch-id> <commit-id>': {line[:100]!r}")
+        ids.append(m.group(1))
+    return ids
+
+
+def read_series(name: str, text: str, patch_id: Callable[[str], str], start: int = 1) -> list[tuple[PatchInfo, str]]:
+    """The patches of one file (a single patch or a git format-patch mbox): (PatchInfo, text) each,
+    with subject, files and the patch-id ``patch_id(text)`` returns (the caller runs
+    ``git patch-id --stable`` and parses it with :func:`parse_patch_ids`). Indexes count from
+    ``start``; a part of an mbox is named ``name#k``. A part without a diff is an error naming it."""
+    parts = split_mbox(text)
+    out = []
+    for k, part in enumerate(parts, start=1):
+        pname = name if len(parts) == 1 else f"{name}#{k}"
+        if not has_diff(part):
+            raise KernelError(f"patch {pname!r} contains no diff")
+        info = PatchInfo(index=start + len(out), name=pname, subject=patch_subject(part, pname),
+                         files=patch_files(part))
+        info.patch_id = patch_id(part)
+        if not info.patch_id:
+            raise KernelError(f"git patch-id found no diff in patch {pname!r}")
+        if not _PATCH_ID.fullmatch(info.patch_id):
+            raise KernelError(f"patch {pname!r}: {info.patch_id!r} is not a git patch-id")
+        out.append((info, part))
+    return out
+
+
+def series_patches(series: dict | list) -> list[dict]:
+    """The patches of a series as [{"subject", "patch_id"}], from a series record (schema
+    xdplab.kernel-series/v1, as kernel_patch returns and the kernel role installs), a dict with
+    ``patches``, or a list of {subject, patch_id} (a record's ``environment.kernel_patches``).
+    Patch-ids are lower-cased; a patch without a subject or a patch-id is an error naming it."""
+    if isinstance(series, dict):
+        if "schema" in series and series["schema"] != SERIES_SCHEMA:
+            raise KernelError(f"series record schema is {series['schema']!r}, expected {SERIES_SCHEMA!r}")
+        patches = series.get("patches")
+    else:
+        patches = series
+    if not isinstance(patches, list):
+        raise KernelError(f"a series is a list of patches or a record with 'patches', got {type(patches).__name__}")
+    out = []
+    for i, p in enumerate(patches):
+        if not isinstance(p, dict):
+            raise KernelError(f"series patch {i} must be a dict with subject and patch_id, got {p!r}")
+        pid = str(p.get("patch_id") or "").strip().lower()
+        if not _PATCH_ID.fullmatch(pid):
+            raise KernelError(f"series patch {i} ({p.get('subject')!r}): patch_id {p.get('patch_id')!r} is not a "
+                              "git patch-id (40 or 64 hex digits)")
+        subject = _decode_header(str(p.get("subject") or ""))
+        if not subject:
+            raise KernelError(f"series patch {i} (patch-id {pid}) has no subject")
+        out.append({"subject": subject, "patch_id": pid})
+    return out
 
 
 def series_id(patch_ids: list[str]) -> str:
@@ -167,6 +250,21 @@ def parse_config(text: str) -> dict[str, str]:
         m = _CONFIG_UNSET.match(line)
         if m:
             out[m.group(1)] = "n"
+    return out
+
+
+def config_diff(baseline: str, candidate: str) -> list[dict]:
+    """Options whose values differ between two .config texts: [{"option", "baseline", "candidate"}]
+    in option order. An option missing from one side is "(absent)" there, except that absent and
+    "is not set" ("n") are the same to Kconfig and not listed."""
+    a, b = parse_config(baseline), parse_config(candidate)
+    out = []
+    for name in sorted(set(a) | set(b)):
+        va, vb = a.get(name), b.get(name)
+        if (va or "n") == (vb or "n"):
+            continue
+        out.append({"option": name, "baseline": "(absent)" if va is None else va,
+                    "candidate": "(absent)" if vb is None else vb})
     return out
 
 

@@ -1,0 +1,126 @@
+# Copyright (c) xdplab.testbed contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+#
+# PRIVATE to the xdplab.testbed collection: not a public API, may change without notice.
+#
+# The cover-letter table of an A/B by boot (results._ab.analyze), as plain text to paste into a
+# cover letter (ASCII only) or as Markdown: the table, the A/A check, the leave-one-boot-out check,
+# the environment and .config diff between the two kernels, and the series (subjects + patch-ids).
+"""Cover-letter rendering of an A/B of two kernels by boot."""
+
+from __future__ import annotations
+
+import json
+import textwrap
+
+from ansible_collections.xdplab.testbed.plugins.module_utils.results._report import _d2, _f2, _params, _table
+
+
+def _delta_cell(row: dict) -> str:
+    d = row["delta_ns_per_packet"]
+    word = "faster" if d < 0 else "slower" if d > 0 else "no change"
+    if row["ci95_ns"] is None:
+        return f"{d:+.2f} ({row.get('note') or 'no interval'}) {word}"
+    lo, hi = row["ci95_ns"]
+    return f"{d:+.2f} [{lo:+.2f}, {hi:+.2f}] {word}" + ("" if row["significant"] else ", n.s.")
+
+
+def _aa_line(row: dict) -> str:
+    aa = row["aa"]
+    what = f"{row['scenario']} {_params(row['params'])}"
+    spread = (f"boot-to-boot stdev {_f2(aa['boot_stdev_ns'])}, spread {_f2(aa['spread_ns'])} ns/packet over "
+              f"{aa['boots']} boots; smallest effect {aa['boots']} boots per kernel detect (80% power): "
+              f"{_f2(aa['mde_ns'])} ns/packet")
+    if aa["ci95_ns"] is None:
+        return f"{what}: {aa['note']}; {spread}"
+    lo, hi = aa["ci95_ns"]
+    sig = "significant: the boots of one kernel differ more than the interval allows" if aa["significant"] \
+        else "not significant"
+    halves = " vs ".join(",".join(h) for h in aa["halves"])
+    return (f"{what}: boots {halves}: {aa['delta_ns_per_packet']:+.2f} [{lo:+.2f}, {hi:+.2f}] ns/packet, "
+            f"{sig}; {spread}")
+
+
+def _loo_line(row: dict) -> str:
+    lo = row["leave_one_out"]
+    if lo["sign_stable"]:
+        stable = "same sign"
+    elif row["significant"]:
+        stable = "the sign changes: one boot decides the direction of a significant row"
+    else:
+        stable = "the sign changes"
+    return (f"{row['scenario']} {_params(row['params'])}: delta {_d2(lo['delta_min'])} to {_d2(lo['delta_max'])} "
+            f"ns/packet with one of {lo['deltas']} boots left out ({stable})")
+
+
+def _value(v: object) -> str:
+    return v if isinstance(v, str) else json.dumps(v, sort_keys=True)
+
+
+def render_ab(report: dict, markdown: bool = False) -> str:
+    """The cover-letter text (``markdown`` False: plain ASCII text) of an A/B by boot.
+
+    ``report`` is what results._ab.analyze returns, plus optionally ``series`` (``{"patches":
+    [{"subject", "patch_id"}], "series_id"}``) and ``config_diff`` (``[{"option", "baseline",
+    "candidate"}]``), which the caller reads from the kernel side.
+    """
+    h = (lambda s: f"### {s}") if markdown else (lambda s: f"{s}\n{'-' * len(s)}")
+    k = report["kernels"]
+    out = [h(f"{k['candidate']} vs {k['baseline']}, {report['boots']['baseline']} + "
+             f"{report['boots']['candidate']} boots, interleaved"), ""]
+    rows = [[f"{r['scenario']} {_params(r['params'])}", f"{r['baseline']['mean']:.0f}",
+             f"{r['candidate']['mean']:.0f}", _f2(r["baseline"]["ns_per_packet"]),
+             _f2(r["candidate"]["ns_per_packet"]), _delta_cell(r),
+             f"{r['baseline']['n']}/{r['candidate']['n']}"] for r in report["rows"]]
+    table = _table(["scenario", "pps A", "pps B", "ns/pkt A", "ns/pkt B", "delta ns/pkt [95% CI]", "n boots A/B"],
+                   rows, markdown)
+    out += table if markdown else [f"  {line}" for line in table]
+    prose = [f"A = {k['baseline']}, B = {k['candidate']}: {report['method_text']} (n.s.: not significant)."]
+    mc = report.get("multiple")
+    if mc and mc["rows_tested"] > 1:
+        prose.append(f"{mc['significant_raw']} of {mc['rows_tested']} rows significant at 95% each, "
+                     f"{mc['significant_holm']} after Holm's adjustment; chance alone would call about "
+                     f"{mc['expected_by_chance']:.1f} significant.")
+    out.append("")
+    for para in prose:
+        out += [para] if markdown else textwrap.wrap(para, 100)
+    for w in report.get("warnings") or []:
+        out.append(f"WARNING: {w}")
+    out += ["", h(f"A/A check ({k['baseline']} vs {k['baseline']} across boots)"), ""]
+    out += [f"- {_aa_line(r)}" for r in report["rows"]]
+    out += ["", h("Leave one boot out"), ""]
+    out += [f"- {_loo_line(r)}" for r in report["rows"]]
+    if report.get("unmatched"):
+        out += ["", "Measured on one kernel only: " + "; ".join(
+            f"{u['kernel']}: {u['scenario']} {_params(u['params'])}" for u in report["unmatched"])]
+    out += ["", h(f"Environment and config diff ({k['baseline']} -> {k['candidate']})"), ""]
+    env = report.get("environment_diff") or []
+    cfg = report.get("config_diff")
+    if env:
+        out += _table(["key", k["baseline"], k["candidate"], "varies between boots"],
+                      [[d["key"], _value(d["baseline"]), _value(d["candidate"]),
+                        "yes" if d.get("varies_between_boots") else "no"] for d in env], markdown)
+    else:
+        out.append("No difference in the environment fingerprints.")
+    out.append("")
+    if cfg is None:
+        out.append("Kernel configs not given: no .config diff.")
+    elif cfg:
+        out += _table(["option", k["baseline"], k["candidate"]],
+                      [[d["option"], d["baseline"], d["candidate"]] for d in cfg], markdown)
+    else:
+        out.append("The two .config files set the same options.")
+    series = report.get("series")
+    out += [""]
+    if series is None:
+        out.append("Series: not given.")
+    else:
+        patches = series.get("patches") or []
+        sid = f", series id {series['series_id'][:16]}" if series.get("series_id") else ""
+        out += [h(f"Series ({len(patches)} patch{'es' if len(patches) != 1 else ''}{sid})"), ""]
+        lines = [f"{p['patch_id']} {p['subject']}" for p in patches] or ["(no patches)"]
+        out += (["```"] + lines + ["```"]) if markdown else [f"  {line}" for line in lines]
+        out.append("")
+        out.append("patch-id: git patch-id --stable of each patch.")
+    return "\n".join(out).rstrip("\n") + "\n"

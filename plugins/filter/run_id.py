@@ -8,7 +8,7 @@ DOCUMENTATION = r"""
 ---
 name: run_id
 short_description: A new run id, or the given one checked
-version_added: 0.2.0
+version_added: 0.1.0
 description:
   - "The one definition of a run id, C(20261129T215000Z-1a2b3c): the UTC start time and 6 random hex
     digits. It names the results directory, the run lock's holder and every ledger entry of a run."

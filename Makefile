@@ -67,7 +67,7 @@ unit:
 	$(BIN)/pytest -q tests/unit
 
 integration:
-	XDPLAB_GUEST_KERNEL=$(GUEST_KERNEL) $(BIN)/pytest -q tests/integration
+	XDPLAB_GUEST_KERNEL=$(GUEST_KERNEL) $(BIN)/pytest -q --durations=15 tests/integration
 
 # Host-side tests that boot the guest kernel under QEMU and run tests/qemu/test_* inside it.
 qemu:
@@ -75,7 +75,7 @@ qemu:
 
 # Fault injection on real bench.yml runs (tests/faults): nothing lost, nothing left behind.
 faults:
-	$(BIN)/pytest -q tests/faults
+	$(BIN)/pytest -q --durations=10 tests/faults
 
 lint:
 	$(BIN)/ruff check plugins tests

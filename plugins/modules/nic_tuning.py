@@ -223,13 +223,18 @@ def _apply(eth: Any, ifname: str, changes: dict[str, dict[str, Any]]) -> None:
             eth.set(group, ifname, values)
 
 
-def _apply_all_or_nothing(eth: Any, ifname: str, plan: _tuning.NicPlan) -> None:
-    """Apply group by group; on a kernel error put back the groups already applied, then re-raise."""
+def _apply_all_or_nothing(eth: Any, ifname: str, plan: _tuning.NicPlan, had_carrier: bool = False) -> None:
+    """Apply group by group; on a kernel error put back the groups already applied, then re-raise.
+
+    After a group that resets the device, a link that had carrier is waited for before the next
+    group (see _tuning.wait_for_carrier: a later link-up may resolve flow control again)."""
     done: list[str] = []
     try:
         for group in _tuning.apply_order(plan.changes):
             _apply(eth, ifname, {group: plan.changes[group]})
             done.append(group)
+            if had_carrier and group in _tuning.RESETTING_GROUPS and not _tuning.wait_for_carrier(ifname):
+                raise RuntimeError(f"{ifname}: the link did not come back within 15 s after the {group} change")
     except Exception as exc:
         rollback_errors = []
         for group in reversed(done):
@@ -319,7 +324,7 @@ def run(module: AnsibleModule) -> dict[str, Any]:
                 written, _doc = store.save(key, "nic", ifname, state, module.atomic_move)
                 result["snapshot_created"] = written
             if plan.changed:
-                _apply_all_or_nothing(eth, ifname, plan)
+                _apply_all_or_nothing(eth, ifname, plan, had_carrier=_tuning.wait_for_carrier(ifname, timeout=0))
                 raw, unsupported_groups, link = _read(eth, ifname)
                 result["mismatched"] = _mismatches(plan, raw, link)
                 for group, keys in result["mismatched"].items():

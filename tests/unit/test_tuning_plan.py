@@ -183,3 +183,35 @@ def test_current_netns_name(tmp_path):
     (run / "gen").write_text("")
     assert t.current_netns_name(str(tmp_path / "proc"), str(run)) == "dut"
     assert t.current_netns_name(str(tmp_path / "proc"), str(tmp_path / "none")) == "host"
+
+
+def test_wait_for_carrier_returns_once_the_link_is_back(tmp_path):
+    carrier = tmp_path / "class" / "net" / "igb0" / "carrier"
+    carrier.parent.mkdir(parents=True)
+    carrier.write_text("0\n")
+    now = [0.0]
+
+    def sleep(dt):
+        now[0] += dt
+        if now[0] >= 1.0:
+            carrier.write_text("1\n")
+
+    assert t.wait_for_carrier("igb0", timeout=5, sys_root=str(tmp_path), sleep=sleep, clock=lambda: now[0])
+    assert 1.0 <= now[0] < 1.5
+
+
+def test_wait_for_carrier_gives_up_after_the_timeout(tmp_path):
+    # No carrier file at all (a device that is down answers EINVAL; a missing one is the same here).
+    now = [0.0]
+
+    def sleep(dt):
+        now[0] += dt
+
+    assert not t.wait_for_carrier("igb0", timeout=3, sys_root=str(tmp_path), sleep=sleep, clock=lambda: now[0])
+    assert 3.0 <= now[0] < 3.5
+
+
+def test_queue_and_mtu_changes_come_before_pause_and_are_the_resetting_ones():
+    order = t.apply_order({"pause": {"rx": False}, "ring": {"rx": 512}, "channels": {"combined": 1}})
+    assert order == ["channels", "ring", "pause"]
+    assert set(t.RESETTING_GROUPS) == {"mtu", "channels", "ring"}

@@ -303,6 +303,37 @@ def apply_order(changes: dict[str, dict[str, Any]]) -> list[str]:
     return [g for g in order if changes.get(g)]
 
 
+# Groups whose change makes most drivers reset the device and bring the link up again.
+RESETTING_GROUPS = ("mtu", "channels", "ring")
+
+
+def wait_for_carrier(ifname: str, timeout: float = 15.0, sys_root: str = "/sys", sleep=None, clock=None) -> bool:
+    """Wait until the interface has carrier again; False when it does not within `timeout` seconds.
+
+    A driver resets the device for new rings, channels or MTU and brings the link up again later,
+    asynchronously. At that link-up some drivers resolve flow control again from the PHY's
+    autonegotiation (igb on copper does, in igb_config_fc_after_link_up), undoing a forced pause
+    setting applied in between. Settings after a reset are therefore applied only once the link is
+    back, as it was before.
+    """
+    import time
+
+    sleep = sleep or time.sleep
+    clock = clock or time.monotonic
+    path = os.path.join(sys_root, "class", "net", ifname, "carrier")
+    deadline = clock() + timeout
+    while True:
+        try:
+            with open(path, encoding="ascii") as fh:
+                if fh.read().strip() == "1":
+                    return True
+        except OSError:
+            pass  # no carrier file while the device is down (EINVAL), or between re-registrations
+        if clock() >= deadline:
+            return False
+        sleep(0.2)
+
+
 def split_unsupported(plan: NicPlan, on_unsupported: str) -> tuple[list[str], list[str]]:
     """(fatal messages, messages to warn/skip) according to on_unsupported."""
     if on_unsupported not in ON_UNSUPPORTED:

@@ -149,3 +149,14 @@ def test_write_then_read_back(tree):
     assert state == {"100": "0-7", "101": "5", "102": "0-7", "103": "0-7"}
     with pytest.raises(_irq.IrqError, match="IRQ 4242: cannot read"):
         _irq.read_affinity(4242, tree[1])
+
+
+def test_explicit_queue_key_pins_every_vector_of_that_queue():
+    # igb with one channel: separate rx and tx vectors for queue 0 (found on the lab's igb, where
+    # only one of them was pinned).
+    irqs = [{"irq": 38, "name": "igb0-rx-0", "queue": 0}, {"irq": 39, "name": "igb0-tx-0", "queue": 0},
+            {"irq": 40, "name": "igb0-rx-1", "queue": 1}]
+    assert _irq.plan_affinity("igb0", irqs, "explicit", [0, 1], explicit={0: "1"}) == {38: [1], 39: [1]}
+    assert _irq.plan_affinity("igb0", irqs, "explicit", [0, 1], explicit={"igb0-tx-0": 0}) == {39: [0]}
+    with pytest.raises(_irq.IrqError, match=r"map key 7 names no queue IRQ \(queues: 0, 1;"):
+        _irq.plan_affinity("igb0", irqs, "explicit", [0, 1], explicit={7: "1"})

@@ -171,22 +171,27 @@ def _plan_explicit(ifname: str, irqs: list[dict[str, Any]], explicit: dict[Any, 
                    online: list[int]) -> dict[int, list[int]]:
     if not explicit:
         raise IrqError(f"{ifname}: strategy explicit needs a map of queue (or IRQ name) to CPUs")
-    by_queue = {d["queue"]: d for d in irqs}
+    # A queue can have several vectors (igb: igb0-rx-0 and igb0-tx-0): a queue key pins all of them,
+    # as the sequential strategy gives the rx and tx vectors of one queue pair the same CPU.
+    by_queue: dict[int | None, list[dict[str, Any]]] = {}
+    for d in irqs:
+        by_queue.setdefault(d["queue"], []).append(d)
     by_name = {d["name"]: d for d in irqs}
     out: dict[int, list[int]] = {}
     for key, value in explicit.items():
-        entry = by_name.get(str(key))
-        if entry is None and str(key).isdigit():
-            entry = by_queue.get(int(key))
-        if entry is None:
+        entries = [by_name[str(key)]] if str(key) in by_name else []
+        if not entries and str(key).isdigit():
+            entries = by_queue.get(int(key), [])
+        if not entries:
             raise IrqError(
                 f"{ifname}: map key {key!r} names no queue IRQ (queues: "
-                f"{', '.join(str(d['queue']) for d in irqs)}; names: {', '.join(by_name)})")
+                f"{', '.join(sorted({str(d['queue']) for d in irqs}))}; names: {', '.join(by_name)})")
         wanted = parse_cpulist(value)
         bad = [c for c in wanted if c not in online]
         if not wanted or bad:
             raise IrqError(f"{ifname}: map {key!r} -> {value!r}: CPU(s) {format_cpulist(bad)} are not online")
-        out[entry["irq"]] = wanted
+        for entry in entries:
+            out[entry["irq"]] = wanted
     return out
 
 

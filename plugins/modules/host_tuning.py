@@ -30,6 +30,8 @@ attributes:
   diff_mode:
     support: full
     description: Will return details on what has changed (or possibly needs changing in check_mode), when in diff mode.
+extends_documentation_fragment:
+  - xdplab.testbed.tuning_ledger
 options:
   state:
     description: C(present) applies, C(restored) puts the snapshot back, C(read) only reads.
@@ -168,91 +170,18 @@ import traceback  # noqa: E402
 from typing import Any  # noqa: E402
 
 from ansible.module_utils.basic import AnsibleModule  # noqa: E402
+from ansible_collections.xdplab.testbed.plugins.module_utils.state import _ledger  # noqa: E402
 from ansible_collections.xdplab.testbed.plugins.module_utils.tuning import _host_knobs as th  # noqa: E402
 from ansible_collections.xdplab.testbed.plugins.module_utils.tuning import _plan_and_snapshots as _tuning  # noqa: E402
+from ansible_collections.xdplab.testbed.plugins.module_utils.tuning import _restore  # noqa: E402
 
 
-class CommandError(Exception):
-    """A tool failed; raised (not fail_json) so _apply can roll back first."""
-
-    def __init__(self, msg: str, rc: int, stdout: str, stderr: str) -> None:
-        super().__init__(msg)
-        self.rc, self.stdout, self.stderr = rc, stdout, stderr
+def make_host(module: AnsibleModule) -> _restore.HostWriter:
+    return _restore.HostWriter(module, module.params["state_dir"], module.params["grub_file"])
 
 
-class Host:
-    """The live host, through argv tools and sysfs."""
-
-    def __init__(self, module: AnsibleModule) -> None:
-        self.m = module
-        self.pidfile = os.path.join(module.params["state_dir"], "cpu_dma_latency.pid")
-
-    def run(self, argv: list[str]) -> str:
-        rc, out, err = self.m.run_command(argv, environ_update={"LC_ALL": "C"})
-        if rc != 0:
-            raise CommandError(f"{' '.join(argv)} failed", rc, out, err)
-        return out
-
-    def write(self, path: str, value: str) -> None:
-        try:
-            with open(path, "w", encoding="ascii") as fh:
-                fh.write(value)
-        except OSError as exc:
-            raise th.HostTuningError(f"writing {value!r} to {path} failed: {exc.strerror}") from exc
-
-    # knob setters: value None means "back to off/none" where that exists
-    def set_tuned_profile(self, value: str | None) -> None:
-        exe = self.m.get_bin_path("tuned-adm", required=True)
-        argv = [exe, "profile", value] if value else [exe, "off"]
-        rc, out, err = self.m.run_command(argv, environ_update={"LC_ALL": "C"})
-        # tuned-adm can exit 0 without applying anything ("(re)start failed"): check its words too.
-        if rc != 0 or "failed" in (out + err).lower() or "Cannot talk to TuneD" in out + err:
-            raise CommandError(f"{' '.join(argv)} did not apply the profile", rc, out, err)
-
-    def set_governor(self, value: str | dict[str, str]) -> None:
-        cpus = th._cpus("/")
-        for cpu in cpus:
-            gov = value if isinstance(value, str) else value.get(cpu)
-            if gov:
-                self.write(f"/sys/devices/system/cpu/{cpu}/cpufreq/scaling_governor", gov)
-
-    def set_turbo(self, value: bool) -> None:
-        path, inverted = th.turbo_path("/")  # type: ignore[misc]
-        self.write(path, "0" if value == inverted else "1")
-
-    def set_smt(self, value: str) -> None:
-        self.write("/sys/devices/system/cpu/smt/control", value)
-
-    def set_cpu_dma_latency(self, value: int | None) -> None:
-        th.stop_latency_holder(self.pidfile)
-        if value is not None:
-            os.makedirs(os.path.dirname(self.pidfile), mode=0o700, exist_ok=True)
-            th.start_latency_holder(value, self.pidfile)
-
-    def unload_modules(self, order: list[str]) -> None:
-        exe = self.m.get_bin_path("rmmod", required=True)
-        for mod in order:
-            self.run([exe, mod])
-
-    def load_modules(self, mods: list[str]) -> None:
-        exe = self.m.get_bin_path("modprobe", required=True)
-        for mod in reversed(mods):
-            self.run([exe, mod])
-
-    def write_grub(self, text: str) -> None:
-        path = self.m.params["grub_file"]
-        tmp = f"{path}.xdplab.tmp"
-        with open(tmp, "w", encoding="utf-8") as fh:
-            fh.write(text)
-        self.m.atomic_move(tmp, path)
-        update = self.m.get_bin_path("update-grub")
-        if update:
-            self.run([update])
-        else:
-            self.m.warn(f"update-grub not found: {path} changed but the bootloader config was not regenerated")
-
-
-def _unsupported_reason(p: dict[str, Any], knob: str, cur: dict[str, Any], mods: Any, host: Host) -> str | None:
+def _unsupported_reason(p: dict[str, Any], knob: str, cur: dict[str, Any], mods: Any,
+                        host: _restore.HostWriter) -> str | None:
     value = p[knob]
     if knob == "governor":
         if "governor" not in cur:
@@ -284,7 +213,7 @@ def _unsupported_reason(p: dict[str, Any], knob: str, cur: dict[str, Any], mods:
 KNOBS = ("tuned_profile", "governor", "turbo", "smt", "cpu_dma_latency", "netfilter_unload", "kernel_cmdline")
 
 
-def present(module: AnsibleModule, host: Host, store: _tuning.SnapshotStore, key: str) -> dict[str, Any]:
+def present(module: AnsibleModule, host: _restore.HostWriter, store: _tuning.SnapshotStore, key: str) -> dict[str, Any]:
     p = module.params
     if p["smt"] in ("off", "forceoff") and not p["allow_smt_change"]:
         raise th.HostTuningError(f"smt={p['smt']} takes sibling CPUs offline: set allow_smt_change: true to opt in")
@@ -340,6 +269,8 @@ def present(module: AnsibleModule, host: Host, store: _tuning.SnapshotStore, key
     result: dict[str, Any] = {"changed": bool(changes), "skipped_settings": skipped, "reboot_required": reboot}
     if not module.check_mode:
         if snapshot:
+            _ledger.record_tuning(p["ledger_dir"], store.path(key), _tuning.current_netns(), p["run_id"],
+                                  "host", "knobs", grub_file=p["grub_file"])  # before acting
             written, _dummy = store.save(key, "host", "knobs", snapshot, module.atomic_move)
             result["changed"] = result["changed"] or written
         _apply(host, changes)
@@ -347,7 +278,7 @@ def present(module: AnsibleModule, host: Host, store: _tuning.SnapshotStore, key
     return result
 
 
-def _apply(host: Host, changes: dict[str, dict[str, Any]]) -> None:
+def _apply(host: _restore.HostWriter, changes: dict[str, dict[str, Any]]) -> None:
     done: list[str] = []
     try:
         for knob, ch in changes.items():
@@ -361,135 +292,23 @@ def _apply(host: Host, changes: dict[str, dict[str, Any]]) -> None:
     except Exception as exc:
         for knob in reversed(done):
             try:
-                _restore_knob(host, knob, changes[knob].get("_restore", changes[knob]["before"]))
+                _restore.restore_knob(host, knob, changes[knob].get("_restore", changes[knob]["before"]))
             except Exception:  # noqa: BLE001,S110 - best effort, the original error is raised
                 pass
         note = f" (rolled back: {', '.join(done) or 'nothing applied'})"
-        if isinstance(exc, CommandError):
-            raise CommandError(str(exc) + note, exc.rc, exc.stdout, exc.stderr) from exc
+        if isinstance(exc, _restore.CommandError):
+            raise _restore.CommandError(str(exc) + note, exc.rc, exc.stdout, exc.stderr) from exc
         raise RuntimeError(f"{exc}{note}") from exc
 
 
-def _restore_knob(host: Host, knob: str, value: Any) -> None:
-    if knob in ("netfilter_unload", "netfilter_modules"):
-        host.load_modules(value)
-    elif knob == "kernel_cmdline":
-        with open(host.m.params["grub_file"], encoding="utf-8") as fh:
-            host.write_grub(th.restore_grub(fh.read(), value))
-    elif knob == "cpu_dma_latency":
-        host.set_cpu_dma_latency(None)
-    else:
-        getattr(host, f"set_{knob}")(value)
-
-
-# Restore order: the tuned profile first (a profile rewrites governor, turbo and the rest, so the knobs'
-# own originals must be written over it), then the other knobs in the reverse of KNOBS (their apply
-# order), then anything else the snapshot holds; sysctls go through ansible.posix.sysctl afterwards.
-RESTORE_ORDER = ("tuned_profile", "kernel_cmdline", "netfilter_modules", "cpu_dma_latency", "smt", "turbo",
-                 "governor")
-
-
-def restore_order(keys) -> list[str]:
-    """Snapshot keys in the order they are restored (RESTORE_ORDER, then the rest sorted)."""
-    rank = {k: i for i, k in enumerate(RESTORE_ORDER)}
-    return sorted(keys, key=lambda k: (rank.get(k, len(rank)), k))
-
-
-def _grub_now(module: AnsibleModule, saved: Any) -> tuple[Any, Any, bool]:
-    """(current, saved, equal) of the GRUB_CMDLINE_LINUX line, in the shape of the snapshot."""
-    with open(module.params["grub_file"], encoding="utf-8") as fh:
-        text = fh.read()
-    if isinstance(saved, dict):
-        now = th.grub_line(text)
-        return now, saved.get("line"), now == saved.get("line")
-    now = th.grub_cmdline(text)
-    return now, saved, now == saved
-
-
-def restored(module: AnsibleModule, host: Host, store: _tuning.SnapshotStore, key: str) -> dict[str, Any]:
-    """Write the snapshot back, read it back, and remove the snapshot only when everything reads back
-    equal. Sysctls are written by the caller (RV(sysctl_restore)); until they read back equal the
-    snapshot stays, and the next call removes it."""
-    doc = store.load(key)
-    result: dict[str, Any] = {"changed": False, "changes": {}, "skipped_settings": [], "reboot_required": False,
-                              "sysctl_restore": {}, "snapshot_kept": False, "differs": []}
-    if doc is None:
-        return result
-    cur = th.read_host()
-    state = doc["state"]
-    for knob in restore_order(state):
-        old = state[knob]
-        if knob.startswith("sysctl:"):
-            name = knob.split(":", 1)[1]
-            if th.read_sysctl(name) != old:
-                result["sysctl_restore"][name] = old
-            continue
-        if knob == "netfilter_modules":
-            loaded = set((th.read_modules() or {}).keys())
-            missing = [m for m in old if m not in loaded]
-            if missing:
-                result["changes"][knob] = {"before": [], "after": missing}
-                if not module.check_mode:
-                    host.load_modules(missing)
-            continue
-        if knob == "kernel_cmdline":
-            now, want, equal = _grub_now(module, old)
-            if not equal:
-                result["changes"][knob] = {"before": now, "after": want}
-                result["reboot_required"] = True
-                if not module.check_mode:
-                    _restore_knob(host, knob, old)
-            continue
-        if knob == "cpu_dma_latency":
-            if th.holder_pid(host.pidfile) is not None:
-                result["changes"][knob] = {"before": cur.get(knob), "after": "released"}
-                if not module.check_mode:
-                    host.set_cpu_dma_latency(None)
-            continue
-        if old is not None and cur.get(knob) != old:
-            result["changes"][knob] = {"before": cur.get(knob), "after": old}
-            if not module.check_mode:
-                _restore_knob(host, knob, old)
-                if knob == "tuned_profile":
-                    cur = th.read_host()  # the profile may have moved the knobs restored after it
-        elif knob == "tuned_profile" and old is None and cur.get(knob):
-            result["changes"][knob] = {"before": cur.get(knob), "after": None}
-            if not module.check_mode:
-                host.set_tuned_profile(None)
-                cur = th.read_host()
-    result["changed"] = bool(result["changes"]) or not module.check_mode
-    if module.check_mode:
-        return result
-    result["differs"] = _read_back_differs(module, host, state)
-    if result["differs"] or result["sysctl_restore"]:
-        result["snapshot_kept"] = True  # the original is not back yet: keep it for the next call
-        if result["differs"]:
-            module.warn("host_tuning restore: read back differs from the snapshot for "
-                        f"{', '.join(result['differs'])}; snapshot {store.path(key)} kept")
-    else:
-        store.remove(key)
+def restored(module: AnsibleModule, host: _restore.HostWriter, store: _tuning.SnapshotStore,
+             key: str) -> dict[str, Any]:
+    """The shared restore (module_utils.tuning._restore.restore_host); sysctls are handed back in
+    RV(sysctl_restore) for ansible.posix.sysctl. The ledger entry goes with the snapshot."""
+    result = _restore.restore_host(module, host, store, key, check_mode=module.check_mode)
+    if not module.check_mode and not store.exists(key):
+        _ledger.forget_tuning(module.params["ledger_dir"], store.path(key), _tuning.current_netns())
     return result
-
-
-def _read_back_differs(module: AnsibleModule, host: Host, state: dict[str, Any]) -> list[str]:
-    """Snapshot keys (sysctls aside) whose live value is not the saved one after the restore."""
-    cur = th.read_host()
-    differs = []
-    for knob, old in state.items():
-        if knob.startswith("sysctl:") or knob == "cpu_dma_latency":
-            if knob == "cpu_dma_latency" and th.holder_pid(host.pidfile) is not None:
-                differs.append(knob)
-            continue
-        if knob == "netfilter_modules":
-            loaded = set((th.read_modules() or {}).keys())
-            if any(m not in loaded for m in old):
-                differs.append(knob)
-        elif knob == "kernel_cmdline":
-            if not _grub_now(module, old)[2]:
-                differs.append(knob)
-        elif old is not None and cur.get(knob) != old:
-            differs.append(knob)
-    return differs
 
 
 def main() -> None:
@@ -510,6 +329,8 @@ def main() -> None:
             on_unsupported=dict(type="str", choices=list(_tuning.ON_UNSUPPORTED), default="fail"),
             snapshot_key=dict(type="str", no_log=False),
             state_dir=dict(type="path", default=_tuning.DEFAULT_STATE_DIR),
+            ledger_dir=dict(type="path", default="/var/lib/xdplab/ledger"),
+            run_id=dict(type="str"),
         ),
         supports_check_mode=True,
     )
@@ -517,7 +338,7 @@ def main() -> None:
     store = _tuning.SnapshotStore(p["state_dir"])
     try:
         key = p["snapshot_key"] or _tuning.default_key("host", "knobs")
-        host = Host(module)
+        host = make_host(module)
         if p["state"] == "present":
             result = present(module, host, store, key)
         elif p["state"] == "restored":
@@ -533,7 +354,9 @@ def main() -> None:
         module.exit_json(**result)
     except (th.HostTuningError, _tuning.TuningInputError) as exc:
         module.fail_json(msg=str(exc))
-    except CommandError as exc:
+    except _ledger.LedgerError as exc:
+        module.fail_json(msg=f"ledger: {exc}")
+    except _restore.CommandError as exc:
         module.fail_json(msg=str(exc), rc=exc.rc, stdout=exc.stdout, stderr=exc.stderr)
     except Exception as exc:  # noqa: BLE001 - one top-level handler
         module.fail_json(msg=str(exc), exception=traceback.format_exc())

@@ -25,6 +25,8 @@ attributes:
   diff_mode:
     support: full
     description: Will return details on what has changed (or possibly needs changing in check_mode), when in diff mode.
+extends_documentation_fragment:
+  - xdplab.testbed.tuning_ledger
 options:
   interface:
     description: Interface name.
@@ -139,22 +141,14 @@ snapshot_path:
   sample: /var/lib/xdplab/tuning/irq-host-ens1f0.json
 """
 
-import os  # noqa: E402
 import traceback  # noqa: E402
 from typing import Any  # noqa: E402
 
 from ansible.module_utils.basic import AnsibleModule  # noqa: E402
+from ansible_collections.xdplab.testbed.plugins.module_utils.state import _ledger  # noqa: E402
 from ansible_collections.xdplab.testbed.plugins.module_utils.tuning import _irq_strategies as _irq  # noqa: E402
 from ansible_collections.xdplab.testbed.plugins.module_utils.tuning import _plan_and_snapshots as _tuning  # noqa: E402
-
-
-def _systemctl(module: AnsibleModule, action: str) -> None:
-    if not os.path.isdir("/run/systemd/system"):
-        module.fail_json(msg=f"irqbalance is running but systemd is not: cannot {action} it (stop it by hand)")
-    exe = module.get_bin_path("systemctl", required=True)
-    rc, out, err = module.run_command([exe, action, "irqbalance"], environ_update={"LC_ALL": "C"})
-    if rc != 0:
-        module.fail_json(msg=f"systemctl {action} irqbalance failed", rc=rc, stdout=out, stderr=err)
+from ansible_collections.xdplab.testbed.plugins.module_utils.tuning import _restore  # noqa: E402
 
 
 def run(module: AnsibleModule) -> dict[str, Any]:
@@ -162,67 +156,51 @@ def run(module: AnsibleModule) -> dict[str, Any]:
     ifname = p["interface"]
     store = _tuning.SnapshotStore(p["state_dir"])
     key = p["snapshot_key"] or _tuning.default_key("irq", ifname)
-    result: dict[str, Any] = {"changed": False, "interface": ifname, "snapshot_path": store.path(key),
-                              "changes": {}, "irqbalance_stopped": False}
-    irqs = _irq.find_queue_irqs(ifname)
-    result["irqs"] = irqs
+    if p["state"] == "restored":
+        result = _restore.restore_irq(module, store, key, ifname, check_mode=module.check_mode)
+        if not module.check_mode and result.get("snapshot_kept") is False:
+            _ledger.forget_tuning(p["ledger_dir"], store.path(key), _tuning.current_netns())
+    else:
+        result = {"changed": False, "interface": ifname, "snapshot_path": store.path(key), "changes": {},
+                  "irqbalance_stopped": False, "diff": {"before": {}, "after": {}}}
+        irqs = _irq.find_queue_irqs(ifname)
+        result["irqs"] = irqs
+        if p["state"] == "present":
+            present(module, store, key, result)
+    diff = result.pop("diff")
+    if module._diff:
+        result["diff"] = diff
+    result["affinity"] = _irq.read_irq_state(ifname)
+    return result
+
+
+def present(module: AnsibleModule, store: _tuning.SnapshotStore, key: str, result: dict[str, Any]) -> None:
+    p = module.params
+    ifname, irqs = p["interface"], result["irqs"]
     current = {d["irq"]: _irq.read_affinity(d["irq"]) for d in irqs}
     irqbalance_running = bool(_irq.irqbalance_pids())
-
-    if p["state"] == "present":
-        online = _irq.online_cpus()
-        cpus = _irq.parse_cpulist(p["cpus"]) if p["cpus"] is not None else None
-        _node, node_cpus = _irq.numa_cpus(ifname) if p["strategy"] == "numa" else (None, None)
-        desired = _irq.plan_affinity(ifname, irqs, p["strategy"], online, p["start_cpu"], cpus, node_cpus, p["map"])
-        stop = p["stop_irqbalance"] and irqbalance_running
-    elif p["state"] == "restored":
-        doc = store.load(key)
-        saved = {int(k): _irq.parse_cpulist(v) for k, v in (doc["state"]["affinity"] if doc else {}).items()}
-        desired = {k: v for k, v in saved.items() if k in current}
-        # IRQs of the snapshot that are gone (a driver reload renumbered them): they cannot be restored,
-        # so the snapshot is kept and they are named.
-        result["vanished_irqs"] = sorted(k for k in saved if k not in current)
-        stop = False
-    else:
-        desired, stop, doc = {}, False, None
-
+    online = _irq.online_cpus()
+    cpus = _irq.parse_cpulist(p["cpus"]) if p["cpus"] is not None else None
+    _node, node_cpus = _irq.numa_cpus(ifname) if p["strategy"] == "numa" else (None, None)
+    desired = _irq.plan_affinity(ifname, irqs, p["strategy"], online, p["start_cpu"], cpus, node_cpus, p["map"])
+    stop = p["stop_irqbalance"] and irqbalance_running
     changes = {irq: cpus for irq, cpus in desired.items() if current.get(irq) != cpus}
     result["changes"] = {str(k): _irq.format_cpulist(v) for k, v in changes.items()}
     result["changed"] = bool(changes) or stop
-    if module._diff:
-        result["diff"] = {
-            "before": {str(k): _irq.format_cpulist(current[k]) for k in changes},
-            "after": result["changes"],
-        }
-    if not module.check_mode:
-        if p["state"] == "present" and result["changed"]:
-            snap = {"affinity": {str(k): _irq.format_cpulist(v) for k, v in current.items()},
-                    "irqbalance_running": irqbalance_running}
-            store.save(key, "irq", ifname, snap, module.atomic_move)
-        if stop:
-            _systemctl(module, "stop")
-            result["irqbalance_stopped"] = True
-        for irq, cpus in changes.items():
-            _irq.write_affinity(irq, cpus)
-        if p["state"] == "restored" and doc is not None:
-            if doc["state"].get("irqbalance_running") and not irqbalance_running:
-                _systemctl(module, "start")
-            back = {irq: _irq.read_affinity(irq) for irq in desired}
-            result["differs"] = sorted(irq for irq, cpus in desired.items() if back.get(irq) != cpus)
-            if result["vanished_irqs"] or result["differs"]:
-                result["snapshot_kept"] = True
-                module.warn(f"{ifname}: IRQ affinity not fully restored (vanished IRQs "
-                            f"{result['vanished_irqs'] or 'none'}, read back differs for "
-                            f"{result['differs'] or 'none'});"
-                            f" snapshot {store.path(key)} kept")
-            else:
-                store.remove(key)
-                result["snapshot_kept"] = False
-            result["changed"] = True
-    elif p["state"] == "restored" and doc is not None:
-        result["changed"] = True
-    result["affinity"] = _irq.read_irq_state(ifname)
-    return result
+    result["diff"] = {"before": {str(k): _irq.format_cpulist(current[k]) for k in changes},
+                      "after": result["changes"]}
+    if module.check_mode or not result["changed"]:
+        return
+    _ledger.record_tuning(p["ledger_dir"], store.path(key), _tuning.current_netns(), p["run_id"],
+                          "irq", ifname)  # before acting
+    snap = {"affinity": {str(k): _irq.format_cpulist(v) for k, v in current.items()},
+            "irqbalance_running": irqbalance_running}
+    store.save(key, "irq", ifname, snap, module.atomic_move)
+    if stop:
+        _restore.systemctl(module, "stop")
+        result["irqbalance_stopped"] = True
+    for irq, cpus in changes.items():
+        _irq.write_affinity(irq, cpus)
 
 
 def main() -> None:
@@ -237,14 +215,18 @@ def main() -> None:
             stop_irqbalance=dict(type="bool", default=False),
             snapshot_key=dict(type="str", no_log=False),
             state_dir=dict(type="path", default=_tuning.DEFAULT_STATE_DIR),
+            ledger_dir=dict(type="path", default="/var/lib/xdplab/ledger"),
+            run_id=dict(type="str"),
         ),
         required_if=[("strategy", "explicit", ("map",))],
         supports_check_mode=True,
     )
     try:
         module.exit_json(**run(module))
-    except (_irq.IrqError, _tuning.TuningInputError) as exc:
+    except (_irq.IrqError, _tuning.TuningInputError, _ledger.LedgerError) as exc:
         module.fail_json(msg=str(exc), interface=module.params["interface"])
+    except _restore.CommandError as exc:
+        module.fail_json(msg=str(exc), rc=exc.rc, stdout=exc.stdout, stderr=exc.stderr)
     except Exception as exc:  # noqa: BLE001 - one top-level handler
         module.fail_json(msg=f"{module.params['interface']}: {exc}", exception=traceback.format_exc())
 

@@ -17,8 +17,13 @@ description:
     leaves ledger entries, never unrecorded state.
   - O(state=cleaned) removes every object the ledger lists, if it still exists, in a safe order
     (processes, XDP, tc, nftables, then namespaces; objects inside a listed namespace go with it), then
-    the entries. Only what the ledger names is touched. Tuning entries are left for the tuning role
-    (C(tuning_state=restored)), which owns the restore; they are returned in RV(pending).
+    the entries. Only what the ledger names is touched.
+  - Tuning entries (written by C(nic_tuning), C(irq_affinity) and C(host_tuning) before they change
+    anything) are restored from their snapshots, with the restore those modules use for
+    C(state=restored) - host knobs and sysctls first (the tuned profile before the governor), then IRQ
+    affinity, then NIC settings - and read back; a snapshot that does not read back equal is kept with
+    its entry and named in RV(failed_entries). A port of a named namespace that is gone took its
+    settings with it, so its snapshot is dropped.
 author:
   - xdplab.testbed developers (!UNKNOWN)
 options:
@@ -53,6 +58,14 @@ options:
   run_id:
     description: Run id stored in the entry.
     type: str
+  keep:
+    description:
+      - With O(state=cleaned), kinds of objects to leave in place with their entries (C(netns) keeps the
+        virtual test bed's namespaces for a later run); what lives inside a kept namespace is still undone.
+    type: list
+    elements: str
+    choices: [netns, xdp, tc, nft, tuning, qemu]
+    default: []
 attributes:
   check_mode:
     support: full
@@ -85,11 +98,15 @@ removed:
   returned: always
   type: list
   elements: str
-pending:
-  description: Tuning entries left for the tuning role to restore.
-  returned: always
+failed_entries:
+  description:
+    - With O(state=cleaned), when the call fails, each entry that could not be undone with the reason
+      (a snapshot that reads back different, a port missing from the initial namespace). They stay in the
+      ledger; every other entry was undone.
+  returned: failure
   type: list
-  elements: dict
+  elements: str
+  sample: ["tuning state_file=/var/lib/xdplab/tuning/nic-host-ens1f0.json: read back differs: ..."]
 set_aside:
   description:
     - With O(state=cleaned), ledger files that could not be read (truncated, not an entry, a symlink) -
@@ -134,6 +151,7 @@ from ansible_collections.xdplab.testbed.plugins.module_utils.state._ledger impor
     set_aside,
     teardown_plan,
 )
+from ansible_collections.xdplab.testbed.plugins.module_utils.tuning import _restore
 from ansible_collections.xdplab.testbed.plugins.module_utils.tuning._plan_and_snapshots import current_netns_name
 from ansible_collections.xdplab.testbed.plugins.module_utils.xdp._program_objects import MODES as XDP_MODES
 
@@ -215,6 +233,8 @@ class Cleaner:
             nft = self.module.get_bin_path("nft", required=True)
             self._run(self._in_netns(netns, [nft, "delete", "table", key["family"], key["table"]]),
                       ("No such file",))
+        elif kind == "tuning":
+            self.restore_tuning(entry)
         elif kind == "qemu":
             pid = int(key["pid"])
             ident = ({"pid": pid, "start": key["start"], "boot_id": key["boot_id"]} if "start" in key
@@ -228,6 +248,33 @@ class Cleaner:
                 return
             if hashlib.sha256(cmdline).hexdigest() == key.get("cmdline_sha256"):
                 _proc.send(ident, signal.SIGKILL)
+
+    def restore_tuning(self, entry: dict) -> None:
+        """Restore a tuning snapshot (raises naming what could not be undone; the snapshot stays)."""
+        netns, state_file = entry.get("netns"), entry["key"]["state_file"]
+        grub = entry.get("grub_file", "/etc/default/grub")
+        if os.path.isdir(state_file):
+            # An older run's entry named the whole snapshot directory: every snapshot in it, each in the
+            # namespace its key names (<kind>-<netns>-<subject>).
+            todo = []
+            for name in sorted(os.listdir(state_file)):
+                if name.endswith(".json") and not name.startswith("."):
+                    path = os.path.join(state_file, name)
+                    store, key = _restore.split_state_file(path)
+                    doc = store.load(key) or {}
+                    prefix, suffix = f"{doc.get('kind')}-", f"-{doc.get('subject')}"
+                    ns = key[len(prefix):-len(suffix)] if key.startswith(prefix) and key.endswith(suffix) else "host"
+                    todo.append((_restore.snapshot_kind_rank(doc.get("kind")), path, None if ns == "host" else ns))
+        else:
+            todo = [(0, state_file, netns)]
+        reasons = []
+        for _rank, path, ns in sorted(todo):
+            out = _restore.restore_snapshot(self.module, path, ns, ns is None or self.netns_exists(ns),
+                                            grub_file=grub)
+            if not out["done"]:
+                reasons.append(f"{out['kind']} snapshot of {out['subject']} ({path}): {out['reason']}")
+        if reasons:
+            raise RuntimeError("; ".join(reasons))
 
     def _kill_in_netns(self, pid: int, name: str) -> None:
         """SIGKILL a process of the namespace we are removing: identity taken, then checked to be still
@@ -255,13 +302,15 @@ def main() -> None:
             key=dict(type="dict", no_log=False),
             netns=dict(type="str"),
             run_id=dict(type="str"),
+            keep=dict(type="list", elements="str", default=[],
+                      choices=["netns", "xdp", "tc", "nft", "tuning", "qemu"]),
         ),
         required_if=[("state", "recorded", ("kind", "key")), ("state", "absent", ("kind", "key"))],
         supports_check_mode=True,
     )
     p = module.params
     module.run_command_environ_update = {"LC_ALL": "C"}
-    changed, removed, pending, kept, result, set_aside_list = False, [], [], [], {}, []
+    changed, removed, kept, result, set_aside_list = False, [], [], {}, []
     failed: list[str] = []
     try:
         if p["state"] in ("recorded", "absent"):
@@ -290,9 +339,9 @@ def main() -> None:
                 new = path if module.check_mode else set_aside(path)
                 set_aside_list.append({"path": path, "moved_to": new, "reason": reason})
                 module.warn(f"ledger entry {path} is unreadable ({reason}): set aside as {new}")
-            for path, entry in teardown_plan(good):
-                if entry["kind"] == "tuning":
-                    pending.append(entry)
+            subrank = {"tuning": lambda e: _restore.snapshot_kind_rank(e.get("snapshot_kind"))}
+            for path, entry in teardown_plan(good, keep=p["keep"], subrank=subrank):
+                if entry["kind"] in p["keep"]:
                     continue
                 if entry["kind"] == "qemu" and owner_alive(entry["key"]):
                     kept.append(describe(entry))
@@ -321,8 +370,8 @@ def main() -> None:
         # Every other entry was undone; these stay in the ledger for the next cleanup.
         module.fail_json(msg=f"ledger cleaned: could not undo {len(failed)} entr{'y' if len(failed) == 1 else 'ies'}: "
                              + "; ".join(failed), failed_entries=failed, entries=current, removed=removed,
-                         pending=pending, kept=kept, set_aside=set_aside_list, changed=changed)
-    module.exit_json(changed=changed, entries=current, removed=removed, pending=pending, kept=kept,
+                         kept=kept, set_aside=set_aside_list, changed=changed)
+    module.exit_json(changed=changed, entries=current, removed=removed, kept=kept,
                      set_aside=set_aside_list, **result)
 
 

@@ -31,6 +31,8 @@ attributes:
   diff_mode:
     support: full
     description: Will return details on what has changed (or possibly needs changing in check_mode), when in diff mode.
+extends_documentation_fragment:
+  - xdplab.testbed.tuning_ledger
 options:
   interface:
     description: Interface name.
@@ -206,68 +208,10 @@ import traceback  # noqa: E402
 from typing import Any  # noqa: E402
 
 from ansible.module_utils.basic import AnsibleModule, missing_required_lib  # noqa: E402
+from ansible_collections.xdplab.testbed.plugins.module_utils.state import _ledger  # noqa: E402
 from ansible_collections.xdplab.testbed.plugins.module_utils.tuning import _ethtool_netlink as _ethtool  # noqa: E402
 from ansible_collections.xdplab.testbed.plugins.module_utils.tuning import _plan_and_snapshots as _tuning  # noqa: E402
-
-
-def _apply(eth: Any, ifname: str, changes: dict[str, dict[str, Any]]) -> None:
-    for group in _tuning.apply_order(changes):
-        values = changes[group]
-        if group == "mtu":
-            _ethtool.set_mtu(ifname, values["mtu"])
-        elif group == "features":
-            eth.set_features(ifname, values)
-        elif group == "private_flags":
-            eth.set_private_flags(ifname, values)
-        else:
-            eth.set(group, ifname, values)
-
-
-def _apply_all_or_nothing(eth: Any, ifname: str, plan: _tuning.NicPlan, had_carrier: bool = False) -> None:
-    """Apply group by group; on a kernel error put back the groups already applied, then re-raise.
-
-    After a group that resets the device, a link that had carrier is waited for before the next
-    group (see _tuning.wait_for_carrier: a later link-up may resolve flow control again)."""
-    done: list[str] = []
-    try:
-        for group in _tuning.apply_order(plan.changes):
-            _apply(eth, ifname, {group: plan.changes[group]})
-            done.append(group)
-            if had_carrier and group in _tuning.RESETTING_GROUPS and not _tuning.wait_for_carrier(ifname):
-                raise RuntimeError(f"{ifname}: the link did not come back within 15 s after the {group} change")
-    except Exception as exc:
-        rollback_errors = []
-        for group in reversed(done):
-            try:
-                _apply(eth, ifname, {group: plan.before[group]})
-            except Exception as rb_exc:  # noqa: BLE001 - reported, original error re-raised
-                rollback_errors.append(f"{group}: {rb_exc}")
-        note = f"; rollback failed for {'; '.join(rollback_errors)}" if rollback_errors else (
-            f"; rolled back {', '.join(done)}" if done else "; nothing had been applied")
-        raise RuntimeError(f"{exc}{note}") from exc
-
-
-def _read(eth: Any, ifname: str) -> tuple[dict[str, Any], dict[str, str], dict[str, int]]:
-    link = _ethtool.read_link(ifname)
-    if link is None:
-        raise _tuning.TuningInputError(f"interface {ifname!r} does not exist")
-    raw, unsupported = _ethtool.read_nic_raw(eth, ifname)
-    return raw, unsupported, link
-
-
-def _mismatches(plan: _tuning.NicPlan, raw: dict[str, Any], link: dict[str, int]) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for group, values in plan.changes.items():
-        for key, want in values.items():
-            if group == "mtu":
-                got = link["mtu"]
-            elif group == "features":
-                got = raw.get("features", {}).get("wanted", {}).get(key)
-            else:
-                got = raw.get(group, {}).get(key)
-            if got != want:
-                out.setdefault(group, {})[key] = {"wanted": want, "read_back": got}
-    return out
+from ansible_collections.xdplab.testbed.plugins.module_utils.tuning import _restore  # noqa: E402
 
 
 def run(module: AnsibleModule) -> dict[str, Any]:
@@ -275,71 +219,53 @@ def run(module: AnsibleModule) -> dict[str, Any]:
     ifname = p["interface"]
     store = _tuning.SnapshotStore(p["state_dir"])
     key = p["snapshot_key"] or _tuning.default_key("nic", ifname)
+    if p["state"] == "restored":
+        result = _restore.restore_nic(module, store, key, ifname, on_missing=p["on_missing"],
+                                      check_mode=module.check_mode)
+        if result["snapshot_removed"]:
+            _ledger.forget_tuning(p["ledger_dir"], store.path(key), _tuning.current_netns())
+        diff = result.pop("diff", None)
+        if module._diff and diff is not None:
+            result["diff"] = diff
+        return result
+
     result: dict[str, Any] = {
         "changed": False, "interface": ifname, "changes": {}, "before": {}, "skipped_settings": [], "mismatched": {},
         "snapshot_path": store.path(key), "snapshot_created": False, "snapshot_removed": False,
     }
-    snapshot_doc = None
-    if p["state"] == "present":
-        desired = _tuning.normalize_request(p)
-        on_unsupported = p["on_unsupported"]
-    else:
-        snapshot_doc = store.load(key)
-        desired = snapshot_doc["state"] if snapshot_doc else {}
-        on_unsupported = "warn"
-
-    if p["state"] == "restored" and snapshot_doc is not None and _ethtool.read_link(ifname) is None:
-        if p["on_missing"] != "discard":
-            module.fail_json(msg=f"interface {ifname!r} does not exist: its snapshot {store.path(key)} cannot be "
-                                 "restored and is kept (on_missing=discard drops it)", **result)
-        module.warn(f"interface {ifname!r} no longer exists: its settings went with it, snapshot "
-                    f"{store.path(key)} discarded")
-        removed = False if module.check_mode else store.remove(key)
-        return dict(result, changed=True, interface_missing=True, snapshot_removed=removed,
-                    state={}, unsupported_groups={})
-
+    desired = _tuning.normalize_request(p)
     if not desired and store.load(key) is None and _ethtool.read_link(ifname) is None:
         # Nothing asked, nothing snapshotted, and the port is gone (its namespace or veth peer was
-        # deleted under a run): nothing to restore or read back. With a snapshot it still fails below.
+        # deleted under a run): nothing to read back.
         module.warn(f"interface {ifname!r} does not exist and has no snapshot: nothing to restore")
         return dict(result, interface_missing=True, state={}, unsupported_groups={})
 
     with _ethtool.EthtoolNetlink() as eth:
-        raw, unsupported_groups, link = _read(eth, ifname)
+        raw, unsupported_groups, link = _restore.read_nic(eth, ifname)
         plan = _tuning.plan_nic(ifname, raw, unsupported_groups, desired, link)
         if plan.errors:
             module.fail_json(msg="; ".join(plan.errors), errors=plan.errors, **result)
-        fatal, soft = _tuning.split_unsupported(plan, on_unsupported)
+        fatal, soft = _tuning.split_unsupported(plan, p["on_unsupported"])
         if fatal:
             module.fail_json(msg="; ".join(fatal), unsupported=fatal, **result)
         for msg in soft:
-            if on_unsupported == "warn":
+            if p["on_unsupported"] == "warn":
                 module.warn(msg)
         result["skipped_settings"] = soft
         result.update(changes=plan.changes, before=plan.before, changed=plan.changed)
 
-        if not module.check_mode:
-            if p["state"] == "present" and plan.changed and p["snapshot"]:
-                state = _tuning.snapshot_from_raw(raw, link)
-                written, _doc = store.save(key, "nic", ifname, state, module.atomic_move)
+        if not module.check_mode and plan.changed:
+            if p["snapshot"]:
+                _ledger.record_tuning(p["ledger_dir"], store.path(key), _tuning.current_netns(), p["run_id"],
+                                      "nic", ifname)  # before acting
+                written, _doc = store.save(key, "nic", ifname, _tuning.snapshot_from_raw(raw, link),
+                                           module.atomic_move)
                 result["snapshot_created"] = written
-            if plan.changed:
-                _apply_all_or_nothing(eth, ifname, plan, had_carrier=_tuning.wait_for_carrier(ifname, timeout=0))
-                raw, unsupported_groups, link = _read(eth, ifname)
-                result["mismatched"] = _mismatches(plan, raw, link)
-                for group, keys in result["mismatched"].items():
-                    module.warn(f"{ifname}: {group} read back differs from what was written: {keys}")
-            if p["state"] == "restored" and snapshot_doc is not None:
-                # The snapshot is the only record of the original: dropped only once the device reads
-                # back equal to it; otherwise kept (and named) for another restore or a human.
-                if result.get("mismatched"):
-                    result["snapshot_removed"] = False
-                    module.warn(f"{ifname}: read back differs from the snapshot; {store.path(key)} kept")
-                else:
-                    result["snapshot_removed"] = store.remove(key)
-                result["changed"] = True
-        elif p["state"] == "restored" and snapshot_doc is not None:
-            result["changed"] = True
+            _restore.apply_nic_all_or_nothing(eth, ifname, plan)
+            raw, unsupported_groups, link = _restore.read_nic(eth, ifname)
+            result["mismatched"] = _restore.nic_mismatches(plan, raw, link)
+            for group, keys in result["mismatched"].items():
+                module.warn(f"{ifname}: {group} read back differs from what was written: {keys}")
 
     raw["mtu"] = link["mtu"]
     result["state"] = _ethtool.public_view(raw)
@@ -365,6 +291,8 @@ def main() -> None:
             snapshot=dict(type="bool", default=True),
             snapshot_key=dict(type="str", no_log=False),
             state_dir=dict(type="path", default=_tuning.DEFAULT_STATE_DIR),
+            ledger_dir=dict(type="path", default="/var/lib/xdplab/ledger"),
+            run_id=dict(type="str"),
             on_missing=dict(type="str", choices=["fail", "discard"], default="fail"),
         ),
         supports_check_mode=True,
@@ -378,7 +306,9 @@ def main() -> None:
             module.fail_json(msg=f"state=restored takes no settings, got {', '.join(given)}")
     try:
         module.exit_json(**run(module))
-    except _tuning.TuningInputError as exc:
+    except _restore.RestoreError as exc:
+        module.fail_json(msg=str(exc), **exc.result)
+    except (_tuning.TuningInputError, _ledger.LedgerError) as exc:
         module.fail_json(msg=str(exc), interface=module.params["interface"])
     except _ethtool.EthtoolError as exc:
         module.fail_json(msg=str(exc), interface=exc.ifname, errno=exc.code, exception=traceback.format_exc())

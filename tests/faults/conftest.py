@@ -207,6 +207,18 @@ class Run:
                       if os.path.basename(p) != "run.json")
 
 
+def sigkill_playbook(run: Run) -> None:
+    """SIGKILL ansible-playbook itself (nothing of its always: runs), then wait for the orphans it leaves
+    (workers, generators) to finish their step and exit; the whole session is killed if they do not."""
+    try:
+        os.kill(run.pid, signal.SIGKILL)
+        run.proc.wait(30)
+        wait_until(lambda: not session_pids(run.pid), 120, "the killed run's orphaned processes to exit")
+    finally:
+        if run.proc.poll() is None or session_pids(run.pid):
+            run.kill_all()
+
+
 def bench(tmp: Path, name: str, scenarios: list[str], **extra) -> Run:
     params = dict(SMALL, bench_scenarios=scenarios, **extra)
     return Run("bench.yml", tmp / f"{name}.log", tmp / f"{name}-results", params)

@@ -30,8 +30,8 @@ from conftest import (
     note_xdpgen,
     our_ledger_entries,
     read_lock,
-    session_pids,
     sh,
+    sigkill_playbook,
     tc_filters,
     teardown,
     wait_until,
@@ -181,13 +181,10 @@ def test_playbook_sigkilled_then_teardown_and_rerun(tmp_path, host_before):
         seen = note_xdpgen(xdpgen_pids())
         wait_until(lambda: note_xdpgen(xdpgen_pids() - seen), 120, "the second scenario's generator",
                    run.proc, step=0.05)
-        os.kill(run.pid, signal.SIGKILL)
-        run.proc.wait(30)
-        # The orphans (workers, the generator) finish their current step and exit on their own.
-        wait_until(lambda: not session_pids(run.pid), 120, "the killed run's orphaned processes to exit")
-    finally:
-        if run.proc.poll() is None or session_pids(run.pid):
-            run.kill_all()
+    except BaseException:
+        run.kill_all()
+        raise
+    sigkill_playbook(run)  # the orphans (workers, the generator) finish their current step and exit
     holder = read_lock(LOCK)
     assert holder is not None and holder.pid == run.pid and not alive(holder.pid), (
         f"expected a stale lock of the killed run {run.pid}, got {holder}")

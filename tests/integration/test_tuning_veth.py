@@ -41,15 +41,16 @@ def sh(*argv: str, ns: str | None = None, check: bool = True) -> str:
     return proc.stdout
 
 
-def run_module(name: str, args: dict, ns: str, check: bool = False, diff: bool = True) -> dict:
-    """Run a module file inside namespace ns as Ansible would (args file, JSON on stdout)."""
+def run_module(name: str, args: dict, ns: str | None, check: bool = False, diff: bool = True) -> dict:
+    """Run a module file inside namespace ns (None: the initial one) as Ansible would (args file, JSON on
+    stdout)."""
     payload = dict(args, _ansible_check_mode=check, _ansible_diff=diff)
     with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as handle:
         json.dump({"ANSIBLE_MODULE_ARGS": payload}, handle)
     try:
         env = dict(os.environ, PYTHONPATH=str(ROOT / ".collections"))
-        proc = subprocess.run(["ip", "netns", "exec", ns, sys.executable, str(MODULES / f"{name}.py"), handle.name],
-                              capture_output=True, text=True, env=env, timeout=120, check=False)
+        argv = [*(["ip", "netns", "exec", ns] if ns else []), sys.executable, str(MODULES / f"{name}.py"), handle.name]
+        proc = subprocess.run(argv, capture_output=True, text=True, env=env, timeout=120, check=False)
     finally:
         os.unlink(handle.name)
     try:
@@ -136,6 +137,30 @@ def test_apply_idempotent_restore_exact(veth):
 
     again = run_module("nic_tuning", {"interface": ifname, "state": "restored", "state_dir": state_dir}, ns)
     assert again["rc"] == 0 and not again["changed"]
+
+
+def test_the_ledger_restores_what_a_killed_run_tuned(veth, tmp_path):
+    """nic_tuning records its snapshot in the ledger before it changes the port. No restore follows (the
+    run was killed): `ledger state=cleaned`, run in the initial namespace as teardown runs it, restores
+    the port exactly inside its namespace, then drops the snapshot and the entry."""
+    ns, ifname, state_dir = veth
+    ledger = tmp_path / "ledger"
+    before = whole_state(ns, ifname)
+    gro = features(ns, ifname)["generic-receive-offload"] == "off"
+    tuned = run_module("nic_tuning", {"interface": ifname, "channels": {"rx": 2, "tx": 1}, "mtu": 9000,
+                                      "features": {"gro": gro, "tso": False}, "state_dir": state_dir,
+                                      "ledger_dir": str(ledger), "run_id": "20261201T050000Z-0a1b2c"}, ns)
+    assert tuned["rc"] == 0 and tuned["changed"], tuned
+    [entry] = [json.loads(p.read_text()) for p in ledger.glob("*.json")]
+    assert (entry["kind"], entry["netns"], entry["snapshot_kind"]) == ("tuning", ns, "nic"), entry
+    assert entry["key"] == {"state_file": tuned["snapshot_path"]}
+    assert whole_state(ns, ifname) != before
+
+    cleaned = run_module("ledger", {"state": "cleaned", "dir": str(ledger)}, None)
+    assert cleaned["rc"] == 0 and not cleaned.get("failed"), cleaned
+    assert cleaned["removed"] == [f"tuning state_file={tuned['snapshot_path']} in {ns}"]
+    assert whole_state(ns, ifname) == before
+    assert not os.path.exists(tuned["snapshot_path"]) and not list(ledger.glob("*.json"))
 
 
 def test_second_snapshot_does_not_overwrite_first(veth):

@@ -36,7 +36,7 @@ PACKAGES = {
     "flex": "flex", "bison": "bison", "bc": "bc", "cpio": "cpio", "busybox": "busybox-static",
     "pkg-config": "pkgconf", "xz": "xz-utils", "chromium": "chromium", "mmdebstrap": "mmdebstrap",
     "mke2fs": "e2fsprogs", "mv": "coreutils", "ssh-keygen": "openssh-client", "ssh": "openssh-client",
-    "pgrep": "procps", "grep": "grep",
+    "pgrep": "procps", "sysctl": "procps", "grep": "grep",
 }
 # Run by `make` on the kernel tree and by the kernel role's QEMU initramfs, not named in argv.
 INDIRECT = ("depmod", "flex", "bison", "bc", "cpio", "busybox", "pkg-config", "llvm-strip", "xz")

@@ -13,12 +13,14 @@ import pytest
 from ansible_collections.xdplab.testbed.plugins.module_utils.tuning import _host_knobs as th
 from ansible_collections.xdplab.testbed.plugins.module_utils.tuning import _irq_strategies as _irq
 from ansible_collections.xdplab.testbed.plugins.module_utils.tuning import _plan_and_snapshots as _tuning
+from ansible_collections.xdplab.testbed.plugins.module_utils.tuning import _restore
 from ansible_collections.xdplab.testbed.plugins.modules import host_tuning, irq_affinity, nic_tuning
 
 
 class Module:
     def __init__(self, tmp_path, **params):
-        self.params = dict(params, state_dir=str(tmp_path / "state"), grub_file=str(tmp_path / "grub"))
+        self.params = dict(params, state_dir=str(tmp_path / "state"), grub_file=str(tmp_path / "grub"),
+                           ledger_dir=str(tmp_path / "ledger"), run_id=None)
         self.check_mode = False
         self._diff = False
         self.warnings: list[str] = []
@@ -64,10 +66,9 @@ def world(monkeypatch):
     def set_governor(self, value):
         w.log.append(("governor", value))
         w.governor = value
-    monkeypatch.setattr(host_tuning.Host, "set_tuned_profile", set_tuned)
-    monkeypatch.setattr(host_tuning.Host, "set_governor", set_governor)
-    monkeypatch.setattr(host_tuning.Host, "__init__", lambda self, m: setattr(self, "m", m) or setattr(
-        self, "pidfile", "/nonexistent/pid"))
+    monkeypatch.setattr(_restore.HostWriter, "set_tuned_profile", set_tuned)
+    monkeypatch.setattr(_restore.HostWriter, "set_governor", set_governor)
+    monkeypatch.setattr(th, "holder_pid", lambda pidfile: None)
     return w
 
 
@@ -82,7 +83,7 @@ def test_tuned_profile_is_restored_before_the_governor(tmp_path, world):
     world.tuned, world.governor = "throughput-performance", "performance"
     store = _snapshot(tmp_path, {"governor": "powersave", "tuned_profile": "balanced"})
     m = Module(tmp_path)
-    result = host_tuning.restored(m, host_tuning.Host(m), store, "host-t")
+    result = host_tuning.restored(m, host_tuning.make_host(m), store, "host-t")
     assert [k for k, _dummy in world.log] == ["tuned_profile", "governor"]
     assert (world.tuned, world.governor) == ("balanced", "powersave")
     assert not result["snapshot_kept"] and store.load("host-t") is None
@@ -91,7 +92,7 @@ def test_tuned_profile_is_restored_before_the_governor(tmp_path, world):
 @pytest.mark.parametrize("keys", [["governor", "tuned_profile"], ["turbo", "governor", "tuned_profile", "smt"],
                                   ["sysctl:a", "governor", "tuned_profile", "kernel_cmdline"]])
 def test_restore_order_puts_the_profile_first(keys):
-    order = host_tuning.restore_order(keys)
+    order = _restore.restore_order(keys)
     assert order[0] == "tuned_profile" and order.index("tuned_profile") < order.index("governor")
     assert sorted(order) == sorted(keys)
 
@@ -100,20 +101,20 @@ def test_snapshot_kept_until_sysctls_read_back_equal(tmp_path, world):
     world.sysctls["net.core.netdev_budget"] = "600"  # the run changed it
     store = _snapshot(tmp_path, {"sysctl:net.core.netdev_budget": "300"})
     m = Module(tmp_path)
-    first = host_tuning.restored(m, host_tuning.Host(m), store, "host-t")
+    first = host_tuning.restored(m, host_tuning.make_host(m), store, "host-t")
     assert first["sysctl_restore"] == {"net.core.netdev_budget": "300"}
     assert first["snapshot_kept"] and store.load("host-t") is not None  # not before the write-back
     world.sysctls["net.core.netdev_budget"] = "300"  # ansible.posix.sysctl wrote it
-    second = host_tuning.restored(m, host_tuning.Host(m), store, "host-t")
+    second = host_tuning.restored(m, host_tuning.make_host(m), store, "host-t")
     assert second["sysctl_restore"] == {} and not second["snapshot_kept"] and store.load("host-t") is None
 
 
 def test_snapshot_kept_when_a_knob_does_not_read_back(tmp_path, world, monkeypatch):
     world.governor = "performance"
     store = _snapshot(tmp_path, {"governor": "powersave"})
-    monkeypatch.setattr(host_tuning.Host, "set_governor", lambda self, v: None)  # the write is ignored
+    monkeypatch.setattr(_restore.HostWriter, "set_governor", lambda self, v: None)  # the write is ignored
     m = Module(tmp_path)
-    result = host_tuning.restored(m, host_tuning.Host(m), store, "host-t")
+    result = host_tuning.restored(m, host_tuning.make_host(m), store, "host-t")
     assert result["snapshot_kept"] and result["differs"] == ["governor"]
     assert store.load("host-t")["state"] == {"governor": "powersave"}
     assert any("kept" in w for w in m.warnings)
@@ -132,9 +133,9 @@ def test_grub_restore_through_the_module_is_byte_exact(tmp_path, world):
     grub.write_text(original)
     m = _host_module(tmp_path, {"isolcpus": "2"})
     store = _tuning.SnapshotStore(m.params["state_dir"])
-    host_tuning.present(m, host_tuning.Host(m), store, "host-t")
+    host_tuning.present(m, host_tuning.make_host(m), store, "host-t")
     assert 'GRUB_CMDLINE_LINUX="quiet splash isolcpus=2" # c' in grub.read_text()
-    result = host_tuning.restored(m, host_tuning.Host(m), store, "host-t")
+    result = host_tuning.restored(m, host_tuning.make_host(m), store, "host-t")
     assert grub.read_text() == original and not result["snapshot_kept"]
 
 
@@ -144,7 +145,7 @@ def test_kernel_cmdline_injection_changes_nothing(tmp_path, world):
     m = _host_module(tmp_path, {"isolcpus": '2"; touch /tmp/p; x="'})
     store = _tuning.SnapshotStore(m.params["state_dir"])
     with pytest.raises(th.HostTuningError, match="touch /tmp/p"):
-        host_tuning.present(m, host_tuning.Host(m), store, "host-t")
+        host_tuning.present(m, host_tuning.make_host(m), store, "host-t")
     assert grub.read_text() == 'GRUB_CMDLINE_LINUX="quiet"\n' and store.load("host-t") is None and not m.calls
 
 
@@ -209,16 +210,16 @@ def test_nic_restore_keeps_the_snapshot_when_read_back_differs(tmp_path, monkeyp
 
         def __exit__(self, *a):
             return False
-    monkeypatch.setattr(nic_tuning._ethtool, "read_link", lambda ifname: {"mtu": 9000})
-    monkeypatch.setattr(nic_tuning._ethtool, "EthtoolNetlink", Eth)
-    monkeypatch.setattr(nic_tuning._ethtool, "public_view", lambda raw: {})
-    monkeypatch.setattr(nic_tuning, "_read", lambda eth, ifname: ({}, {}, {"mtu": 9000}))
-    monkeypatch.setattr(nic_tuning._tuning, "plan_nic", lambda *a: plan)
-    monkeypatch.setattr(nic_tuning, "_apply_all_or_nothing", lambda *a: None)
-    monkeypatch.setattr(nic_tuning, "_mismatches", lambda *a: mismatch)
+    monkeypatch.setattr(_restore._ethtool, "read_link", lambda ifname, netns=None: {"mtu": 9000})
+    monkeypatch.setattr(_restore._ethtool, "EthtoolNetlink", lambda netns=None: Eth())
+    monkeypatch.setattr(_restore._ethtool, "public_view", lambda raw: {})
+    monkeypatch.setattr(_restore, "read_nic", lambda eth, ifname, netns=None: ({}, {}, {"mtu": 9000}))
+    monkeypatch.setattr(_restore._tuning, "plan_nic", lambda *a: plan)
+    monkeypatch.setattr(_restore, "apply_nic_all_or_nothing", lambda *a: None)
+    monkeypatch.setattr(_restore, "nic_mismatches", lambda *a: mismatch)
     m = Module(tmp_path, interface="eth0", state="restored", snapshot_key="nic-t", on_missing="fail",
                on_unsupported="warn", snapshot=True)
     result = nic_tuning.run(m)
     assert result["snapshot_removed"] is False and store.load("nic-t")["state"] == {"mtu": 1500}
-    monkeypatch.setattr(nic_tuning, "_mismatches", lambda *a: {})
+    monkeypatch.setattr(_restore, "nic_mismatches", lambda *a: {})
     assert nic_tuning.run(m)["snapshot_removed"] is True and store.load("nic-t") is None

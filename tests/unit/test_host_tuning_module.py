@@ -31,6 +31,7 @@ class FakeModule:
     def __init__(self, tmp_path, check_mode=False, **params):
         base = {k: None for k in ("tuned_profile", "governor", "turbo", "cpu_dma_latency", "smt", "kernel_cmdline",
                                   "sysctl_snapshot", "snapshot_key")}
+        base.update(ledger_dir=str(tmp_path / "ledger"), run_id=None)
         base.update(state="present", allow_smt_change=False, netfilter_unload=False, allow_netfilter_unload=False,
                     grub_file=str(tmp_path / "grub"), on_unsupported="fail", state_dir=str(tmp_path / "state"))
         base.update(params)
@@ -76,7 +77,7 @@ def loaded(monkeypatch):
 
 def run(mod, state="present"):
     store = _tuning.SnapshotStore(mod.params["state_dir"])
-    host = host_tuning.Host(mod)
+    host = host_tuning.make_host(mod)
     fn = host_tuning.present if state == "present" else host_tuning.restored
     return fn(mod, host, store, "host-test-knobs"), store
 

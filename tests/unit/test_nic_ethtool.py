@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from ansible_collections.xdplab.testbed.plugins.module_utils.tuning import _ethtool_netlink as _ethtool
 from ansible_collections.xdplab.testbed.plugins.module_utils.tuning import _plan_and_snapshots as _tuning
-from ansible_collections.xdplab.testbed.plugins.modules import nic_tuning
+from ansible_collections.xdplab.testbed.plugins.module_utils.tuning import _restore
 
 
 def roundtrip(cls, attrs):
@@ -169,7 +169,7 @@ def test_apply_rolls_back_groups_already_applied_when_kernel_rejects_one():
     plan.add("ring", "rx", 512, 4096)
     plan.add("coalesce", "rx_usecs", 50, 30)
     with pytest.raises(RuntimeError, match="rolled back channels, ring"):
-        nic_tuning._apply_all_or_nothing(eth, "eth9", plan)
+        _restore.apply_nic_all_or_nothing(eth, "eth9", plan)
     assert eth.state == {"channels": {"combined": 4}, "ring": {"rx": 512}, "coalesce": {"rx_usecs": 50}}
     assert [c[0] for c in eth.calls] == ["channels", "ring", "coalesce", "ring", "channels"]
 
@@ -179,5 +179,5 @@ def test_apply_first_group_failing_applies_nothing():
     plan = _tuning.NicPlan("eth9")
     plan.add("channels", "combined", 4, 2)
     with pytest.raises(RuntimeError, match="nothing had been applied"):
-        nic_tuning._apply_all_or_nothing(eth, "eth9", plan)
+        _restore.apply_nic_all_or_nothing(eth, "eth9", plan)
     assert eth.state == {"channels": {"combined": 4}}

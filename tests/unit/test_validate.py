@@ -121,12 +121,17 @@ def test_run_id_refused(rid):
 
 
 def test_roles_check_the_run_id_before_making_the_directory():
-    # The run_id filter draws a new id or checks the given one (RUN_ID_RE) before the directory is named.
+    # The run_id filter draws a new id or checks the given one (RUN_ID_RE) before the directory is named:
+    # the run role makes it, the bench and scenarios roles check the id they are given.
+    with open(os.path.join(ROOT, "roles", "run", "tasks", "begin.yml"), encoding="utf-8") as fh:
+        text = fh.read()
+    assert "run_id | default('', true) | xdplab.testbed.run_id }}" in text
+    assert text.index("xdplab.testbed.run_id") < text.index("Create the results directory")
     for role in ("bench", "scenarios"):
         with open(os.path.join(ROOT, "roles", role, "tasks", "prepare.yml"), encoding="utf-8") as fh:
             text = fh.read()
         assert "_run_id | xdplab.testbed.run_id }}" in text, role
-        assert text.index("xdplab.testbed.run_id") < text.index("Create the results directory"), role
+        assert "Create the results directory" not in text, role
 
 
 GRUB = 'GRUB_DEFAULT=0\nGRUB_CMDLINE_LINUX="console=ttyS0"\n'

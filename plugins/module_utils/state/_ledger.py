@@ -25,6 +25,7 @@ import re
 import socket
 import stat
 import tempfile
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -172,6 +173,26 @@ def forget_inside(directory: str, netns: str) -> list[str]:
     return dropped
 
 
+def tuning_entry(state_file: str, netns: str | None = None) -> dict:
+    """The entry of a tuning snapshot file (nic_tuning, irq_affinity, host_tuning), made in ``netns``."""
+    return check_entry("tuning", {"state_file": state_file}, netns)
+
+
+def record_tuning(directory: str | None, state_file: str, netns: str | None, run_id: str | None,
+                  snapshot_kind: str, subject: str, **undo: Any) -> str | None:
+    """Record a tuning snapshot before the tuning acts (the ledger's cleanup restores from it);
+    no ledger directory, no entry."""
+    if not directory:
+        return None
+    return record(directory, tuning_entry(state_file, netns), run_id, snapshot_kind=snapshot_kind,
+                  subject=subject, **undo)[0]
+
+
+def forget_tuning(directory: str | None, state_file: str, netns: str | None) -> bool:
+    """Drop the entry of a snapshot that a restore removed."""
+    return bool(directory) and forget(directory, tuning_entry(state_file, netns))
+
+
 def _read_entry(path: str) -> dict:
     fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
     with os.fdopen(fd, encoding="utf-8") as fh:
@@ -217,12 +238,22 @@ def set_aside(path: str) -> str:
 ORDER = {"qemu": 0, "xdp": 1, "tc": 2, "nft": 3, "tuning": 4, "netns": 5}
 
 
-def teardown_plan(items: list[tuple[str, dict]]) -> list[tuple[str, dict]]:
-    """Entries in removal order; objects inside a namespace that is itself listed are left to the namespace."""
-    doomed = {e["key"]["name"] for _dummy, e in items if e["kind"] == "netns"}
-    plan = [(p, e) for p, e in items if not (e.get("netns") in doomed and e["kind"] in ("xdp", "tc", "nft"))]
+def teardown_plan(items: list[tuple[str, dict]], keep: Iterable[str] = (),
+                  subrank: dict[str, Callable[[dict], int]] | None = None) -> list[tuple[str, dict]]:
+    """Entries in removal order (ORDER, then ``subrank[kind](entry)``, then path). Objects inside a
+    namespace that is itself listed go last: deleting the namespace took them (and a tuning snapshot
+    of a port in it is then dropped, not restored). With ``keep`` holding "netns", namespaces stay and
+    what is inside them is undone in its own turn."""
+    doomed = set() if "netns" in keep else {e["key"]["name"] for _dummy, e in items if e["kind"] == "netns"}
+    inside = ("xdp", "tc", "nft", "tuning")
+    plan = [(p, e) for p, e in items if not (e.get("netns") in doomed and e["kind"] in inside)]
     skipped = [(p, e) for p, e in items if (p, e) not in plan]
-    return sorted(plan, key=lambda pe: (ORDER[pe[1]["kind"]], pe[0])) + skipped
+    subrank = subrank or {}
+
+    def rank(pe: tuple[str, dict]) -> tuple[int, int, str]:
+        sub = subrank.get(pe[1]["kind"])
+        return ORDER[pe[1]["kind"]], sub(pe[1]) if sub else 0, pe[0]
+    return sorted(plan, key=rank) + skipped
 
 
 # ---- run lock ---------------------------------------------------------------------------------

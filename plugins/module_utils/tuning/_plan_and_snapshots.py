@@ -463,6 +463,12 @@ def current_netns_name(proc_root: str = "/proc", netns_dir: str = "/run/netns") 
     return "host"
 
 
+def current_netns(proc_root: str = "/proc", netns_dir: str = "/run/netns") -> str | None:
+    """Name of the named network namespace this process is in; None in the initial (or an unnamed) one."""
+    name = current_netns_name(proc_root, netns_dir)
+    return None if name == "host" else name
+
+
 def default_key(kind: str, subject: str) -> str:
     """Snapshot key for a subject in the current namespace, e.g. nic-dut-eth0."""
     return safe_key(f"{kind}-{current_netns_name()}-{subject}")

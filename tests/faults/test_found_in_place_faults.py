@@ -43,7 +43,7 @@ FOREIGN_XDP_OBJ = "/var/lib/xdplab/xdp/xdp_pass.o"
 THEIR_TABLE = ("inet", "h8_fw")
 # Someone else's tc program: passes every packet (this kernel has no matchall or gact to do it).
 FOREIGN_TC_SRC = ('__attribute__((section("tc"), used)) int h8_pass(void *skb) { return 0; }\n'
-             'char _license[] __attribute__((section("license"), used)) = "GPL";\n')
+                  'char _license[] __attribute__((section("license"), used)) = "GPL";\n')
 
 
 def ethtool_features(ns: str) -> dict[str, str]:

@@ -24,7 +24,7 @@ class Module:
 
     def __init__(self, tmp_path, **params):
         self.params = {k: None for k in ("tuned_profile", "governor", "turbo", "cpu_dma_latency", "smt",
-                                          "kernel_cmdline", "sysctl_snapshot", "snapshot_key")}
+                                         "kernel_cmdline", "sysctl_snapshot", "snapshot_key")}
         self.params.update(state="present", allow_smt_change=False, netfilter_unload=False,
                            allow_netfilter_unload=False, on_unsupported="fail", run_id=None,
                            state_dir=str(tmp_path / "state"), grub_file=str(tmp_path / "grub"),

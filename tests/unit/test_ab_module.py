@@ -31,6 +31,10 @@ class Done(BaseException):  # past the module's own "except Exception"
         self.result = result
 
 
+def _raise(exc: BaseException):
+    raise exc
+
+
 def write_run(tmp_path, boots=3, ns=None):
     """One results directory of an A/B loop: records of each boot, patched ones with the installed series."""
     ns = ns or {"baseline": 150.0, "patched": 148.0}
@@ -60,9 +64,8 @@ def run(monkeypatch, args):
     monkeypatch.setattr(basic.AnsibleModule, "run_command", run_command)
     monkeypatch.setattr(basic.AnsibleModule, "get_bin_path", lambda self, name, **kw: f"/usr/bin/{name}")
     monkeypatch.setattr(basic.AnsibleModule, "warn", lambda self, msg: warnings.append(msg))
-    monkeypatch.setattr(basic.AnsibleModule, "exit_json", lambda self, **kw: (_ for _ in ()).throw(Done(kw)))
-    monkeypatch.setattr(basic.AnsibleModule, "fail_json",
-                        lambda self, **kw: (_ for _ in ()).throw(Done(dict(kw, failed=True))))
+    monkeypatch.setattr(basic.AnsibleModule, "exit_json", lambda self, **kw: _raise(Done(kw)))
+    monkeypatch.setattr(basic.AnsibleModule, "fail_json", lambda self, **kw: _raise(Done(dict(kw, failed=True))))
     with patch_module_args(args), pytest.raises(Done) as done:
         bench_compare.main()
     return done.value.result, calls, warnings

@@ -71,7 +71,7 @@ def test_an_explanation_of_a_case_that_passes_is_stale():
 
 
 def test_output_cut_off_mid_program_is_an_error():
-    text = RUN.split("not ok 1 selftests")[0]
+    text = RUN.split("not ok 1 selftests", maxsplit=1)[0]
     progs = _ktap.parse(text)
     assert progs[-1]["status"] == "error" and len(progs[-1]["cases"]) == 3
     assert _ktap.totals(progs)["fail"] == 1

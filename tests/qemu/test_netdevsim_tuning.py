@@ -45,6 +45,10 @@ def sh(*argv: str) -> str:
 
 
 def run_module(name: str, args: dict, check: bool = False) -> dict:
+    # The tuning modules record their snapshot in a state ledger before they act: the guest's root is
+    # the host's, read-only, so the ledger goes beside the test's own snapshot directory.
+    if "state_dir" in args and "ledger_dir" not in args:
+        args = dict(args, ledger_dir=os.path.join(os.path.dirname(args["state_dir"]), "ledger"))
     return run_module_file(MODULES / f"{name}.py", dict(args, _ansible_check_mode=check, _ansible_diff=True))
 
 

@@ -7,37 +7,15 @@ an order where none overrides another (the tuned profile before the governor).""
 
 from __future__ import annotations
 
-import os
-
 import pytest
+from _fake_module import FakeModule
 from ansible_collections.xdplab.testbed.plugins.module_utils.tuning import _host_knobs as th
 from ansible_collections.xdplab.testbed.plugins.module_utils.tuning import _irq_strategies as _irq
 from ansible_collections.xdplab.testbed.plugins.module_utils.tuning import _plan_and_snapshots as _tuning
 from ansible_collections.xdplab.testbed.plugins.module_utils.tuning import _restore
 from ansible_collections.xdplab.testbed.plugins.modules import host_tuning, irq_affinity, nic_tuning
 
-
-class Module:
-    def __init__(self, tmp_path, **params):
-        self.params = dict(params, state_dir=str(tmp_path / "state"), grub_file=str(tmp_path / "grub"),
-                           ledger_dir=str(tmp_path / "ledger"), run_id=None)
-        self.check_mode = False
-        self._diff = False
-        self.warnings: list[str] = []
-        self.calls: list[list[str]] = []
-
-    def warn(self, msg):
-        self.warnings.append(msg)
-
-    def get_bin_path(self, name, required=False):
-        return f"/usr/sbin/{name}"
-
-    def run_command(self, argv, environ_update=None):
-        self.calls.append(list(argv))
-        return 0, "", ""
-
-    def atomic_move(self, src, dst):
-        os.replace(src, dst)
+Module = FakeModule
 
 
 # ---- host_tuning ------------------------------------------------------------------------------

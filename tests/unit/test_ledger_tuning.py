@@ -10,6 +10,7 @@ import json
 import os
 
 import pytest
+from _fake_module import FakeModule
 from ansible_collections.xdplab.testbed.plugins.module_utils.state import _ledger
 from ansible_collections.xdplab.testbed.plugins.module_utils.tuning import _host_knobs as th
 from ansible_collections.xdplab.testbed.plugins.module_utils.tuning import _plan_and_snapshots as _tuning
@@ -18,33 +19,15 @@ from ansible_collections.xdplab.testbed.plugins.modules import host_tuning
 from ansible_collections.xdplab.testbed.plugins.modules.ledger import Cleaner
 
 
-class Module:
-    check_mode = False
-    _diff = False
+class Module(FakeModule):
+    """host_tuning's parameters, defaulted, under the fake module."""
 
     def __init__(self, tmp_path, **params):
-        self.params = {k: None for k in ("tuned_profile", "governor", "turbo", "cpu_dma_latency", "smt",
-                                         "kernel_cmdline", "sysctl_snapshot", "snapshot_key")}
-        self.params.update(state="present", allow_smt_change=False, netfilter_unload=False,
-                           allow_netfilter_unload=False, on_unsupported="fail", run_id=None,
-                           state_dir=str(tmp_path / "state"), grub_file=str(tmp_path / "grub"),
-                           ledger_dir=str(tmp_path / "ledger"))
-        self.params.update(params)
-        self.warnings: list[str] = []
-        self.calls: list[list[str]] = []
-
-    def warn(self, msg):
-        self.warnings.append(msg)
-
-    def get_bin_path(self, name, required=False):
-        return f"/usr/sbin/{name}"
-
-    def run_command(self, argv, environ_update=None):
-        self.calls.append(list(argv))
-        return 0, "", ""
-
-    def atomic_move(self, src, dst):
-        os.replace(src, dst)
+        defaults = dict.fromkeys(("tuned_profile", "governor", "turbo", "cpu_dma_latency", "smt", "kernel_cmdline",
+                                  "sysctl_snapshot", "snapshot_key"))
+        defaults.update(state="present", allow_smt_change=False, netfilter_unload=False,
+                        allow_netfilter_unload=False, on_unsupported="fail")
+        super().__init__(tmp_path, **dict(defaults, **params))
 
 
 class World:

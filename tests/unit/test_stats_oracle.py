@@ -12,7 +12,9 @@ from ansible_collections.xdplab.testbed.plugins.module_utils.results._record_sch
 from ansible_collections.xdplab.testbed.plugins.module_utils.results._statistics import (
     holm,
     min_detectable_effect,
+    repetitions_needed,
     summarize,
+    t_cdf,
     t_quantile,
     welch,
 )
@@ -80,6 +82,20 @@ def test_t_quantile_against_scipy():
     for df in (0.5, 1e4):
         for p in (0.5 + 1e-6, 0.8, 0.975):
             assert t_quantile(p, df) == pytest.approx(stats.t.ppf(p, df), rel=1e-8, abs=1e-7)
+
+
+def test_t_cdf_and_quantile_huge_df_against_scipy():
+    # repetitions_needed on a tiny effect asks for df ~ 6e12: the incomplete beta did not converge
+    # there (ArithmeticError out of bench_report) and lost digits from df ~ 3e5 on
+    for df in np.geomspace(1e3, 1e15, 61):
+        for t in (0.0, 0.1, 0.8416, 1.645, 1.96, 3.0, 8.0, -2.0):
+            assert t_cdf(t, df) == pytest.approx(stats.t.cdf(t, df), abs=1e-10)
+        for p in (0.8, 0.975):
+            assert t_quantile(p, df) == pytest.approx(stats.t.ppf(p, df), rel=1e-9)
+    assert t_cdf(0.8416, 2937096609185.0) == pytest.approx(stats.norm.cdf(0.8416), abs=1e-12)
+    # stdev 1e6 ns for a 1 ns effect: n is astronomic, but it is a number
+    n = repetitions_needed(1e6, 1.0)
+    assert n == pytest.approx(2 * (stats.norm.ppf(0.975) + stats.norm.ppf(0.8)) ** 2 * 1e12, rel=1e-6)
 
 
 def test_summary_against_numpy_and_scipy():

@@ -23,10 +23,13 @@ help:
 # Debian packages (root). A stamp keyed on the package list and the project's apt sources avoids
 # re-running apt. The sources in files/apt (bookworm-backports) go in before apt-get update; a line
 # `pkg/suite` in requirements-apt.txt takes that package from that suite.
+# The .pref files pin a package's dependencies to the same suite (apt takes them from the default one).
 APT_SOURCES := $(wildcard files/apt/*.sources)
-$(VENV)/.apt-stamp: requirements-apt.txt $(APT_SOURCES)
+APT_PREFS := $(wildcard files/apt/*.pref)
+$(VENV)/.apt-stamp: requirements-apt.txt $(APT_SOURCES) $(APT_PREFS)
 	@if [ "$$(id -u)" != 0 ]; then echo "make: run as root (apt-get, netns, XDP)"; exit 1; fi
 	install -m 0644 $(APT_SOURCES) /etc/apt/sources.list.d/
+	install -m 0644 $(APT_PREFS) /etc/apt/preferences.d/
 	apt-get update -qq -o DPkg::Lock::Timeout=600
 	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends -o DPkg::Lock::Timeout=600 \
 	    $$(grep -v '^\s*#' requirements-apt.txt | tr '\n' ' ') >/dev/null

@@ -25,7 +25,7 @@ SHARED_BASE_IMAGE = ROOT.parent / "shared" / "base-image-apt.txt"
 
 # program -> Debian package. One row per program, whoever runs it.
 PACKAGES = {
-    "bpftool": "bpftool", "ccache": "ccache", "clang": "clang", "llvm-strip": "llvm",
+    "bpftool": "bpftool", "ccache": "ccache", "clang": "clang", "llvm-strip": "llvm", "setpriv": "util-linux",
     "dpdk-testpmd": "dpdk-dev", "ethtool": "ethtool", "git": "git", "ip": "iproute2", "tc": "iproute2",
     "iperf3": "iperf3", "sockperf": "sockperf", "make": "make", "gcc": "gcc", "modprobe": "kmod",
     "rmmod": "kmod", "depmod": "kmod", "mount": "mount", "umount": "mount", "nft": "nftables",
@@ -212,3 +212,30 @@ def test_qemu_comes_from_a_suite_with_igb():
     items = {_parse_apt_item(item)[0]: _parse_apt_item(item)[1]
              for item in _package_items(ROOT / "requirements-apt.txt")}
     assert items.get("qemu-system-x86") == "bookworm-backports"
+
+
+def _pins() -> dict[str, str]:
+    """files/apt/*.pref: each `Package:` item -> the suite (`Pin: release n=...`) of its stanza."""
+    pins: dict[str, str] = {}
+    for path in APT_SOURCES.glob("*.pref"):
+        for stanza in path.read_text(encoding="utf-8").split("\n\n"):
+            fields = dict(line.split(":", 1) for line in stanza.splitlines()
+                          if line and not line.startswith("#") and ":" in line)
+            suite = re.fullmatch(r"\s*release n=([a-z0-9.-]+)\s*", fields.get("Pin", ""))
+            assert suite, f"{path.name}: a stanza without `Pin: release n=<suite>`: {stanza!r}"
+            assert int(fields.get("Pin-Priority", "0")) >= 500, f"{path.name}: priority below the default suite's"
+            for item in fields.get("Package", "").split():
+                pins[item] = suite.group(1)
+    return pins
+
+
+def test_qemu_dependencies_follow_it_to_backports():
+    # apt-get takes only the named package from `pkg/suite`: its dependencies come from the default
+    # suite, and qemu-system-x86 10.0 with bookworm's qemu-system-common 7.2 and seabios 1.16.2 is
+    # "held broken packages" on a fresh machine. The pin moves the whole source package set.
+    pins = _pins()
+    assert pins.get("src:qemu") == "bookworm-backports", pins
+    assert pins.get("src:seabios") == "bookworm-backports", pins
+    assert set(pins.values()) <= _project_suites(), f"pins to suites files/apt does not set up: {pins}"
+    makefile = (ROOT / "Makefile").read_text(encoding="utf-8")
+    assert "/etc/apt/preferences.d/" in makefile and "files/apt/*.pref" in makefile

@@ -221,3 +221,16 @@ def test_png_repeated_runs_of_one_configuration_are_one_bar_of_all_runs(tmp_path
     assert [r["n"] for t in rep["sweeps"] for r in t["rows"]] == [4]
     fig = _render_png.figure(rep)
     assert fig.axes, "no axes drawn"
+
+
+def test_html_warnings_of_a_row_pooling_several_records():
+    # A row of interleaved rounds (make bench-perf's A/A) names a list of records, not one: the HTML
+    # warnings crashed on it (unhashable list), and generator-bound must still be seen in any of them.
+    report = {"record_meta": {"/r/round-2.json": {"bound": "generator-bound"}},
+              "sweeps": [{"scenario": "perf_aa", "variant": "aa",
+                          "rows": [{"params": {"duration": 10}, "n": 24, "warnings": [],
+                                    "record": ["/r/round-1.json", "/r/round-2.json"]}]}]}
+    out = _render_html.warnings(report)
+    assert any(w.startswith("Generator-bound: perf_aa/aa") for w in out), out
+    report["record_meta"] = {}
+    assert not any("Generator-bound" in w for w in _render_html.warnings(report))

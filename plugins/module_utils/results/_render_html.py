@@ -57,6 +57,14 @@ def _duration(params: dict | None) -> float | None:
         return None
 
 
+def _paths(record: str | list[str] | None) -> list[str]:
+    """A row's or side's record: one path, or a list of paths when it pools several records (the
+    rounds of an interleaved run)."""
+    if record is None:
+        return []
+    return [p for p in record if p] if isinstance(record, list) else [record]
+
+
 def warnings(report: dict) -> list[str]:
     """What a reader must know before trusting the numbers, one sentence each."""
     out = []
@@ -66,12 +74,12 @@ def warnings(report: dict) -> list[str]:
     if "comparisons" in report:
         items = [{"name": f"{c['scenario']} {_params(c['params'])}", "params": c["params"],
                   "n": min(c["baseline"]["n"], c["candidate"]["n"]),
-                  "records": [c["baseline"].get("record"), c["candidate"].get("record")],
+                  "records": _paths(c["baseline"].get("record")) + _paths(c["candidate"].get("record")),
                   "warnings": c.get("warnings")}
                  for c in report["comparisons"]]
     else:
         items = [{"name": f"{t['scenario']}/{t['variant']} {_params(r['params'])}", "params": r["params"], "n": r["n"],
-                  "records": [r.get("record")], "warnings": r.get("warnings")}
+                  "records": _paths(r.get("record")), "warnings": r.get("warnings")}
                  for t in report.get("sweeps") or [] for r in t["rows"]]
     n1 = [i["name"] for i in items if i["n"] < 2]
     if n1:
@@ -83,7 +91,7 @@ def warnings(report: dict) -> list[str]:
                    f"{SHORT_BURST_S:g} s); start-up, caches and interrupt moderation weigh in. "
                    "Use longer repetitions for numbers to publish.")
     gen = sorted({i["name"] for i in items
-                  if any((meta.get(p) or {}).get("bound") == "generator-bound" for p in i["records"] if p)})
+                  if any((meta.get(p) or {}).get("bound") == "generator-bound" for p in i["records"])})
     if gen:
         out.append(f"Generator-bound: {', '.join(gen)}. The DUT counted everything the generator sent, "
                    "so the figure is the generator's rate, a lower bound of what the DUT can do.")

@@ -31,8 +31,13 @@ options:
     required: true
   rootfs:
     description:
-      - V(host9p) boots with the host's C(/) as a read-only 9p root (host binaries, python3, the collection).
-      - V(initramfs) boots a generated busybox-static initramfs; the host root is mounted read-only at C(/host).
+      - V(host9p) runs the host's userland (bash, python3, ethtool from C(/usr), shared read-only over 9p)
+        on a root built for the run (busybox-static, the init script, a copy of the few C(/etc) files
+        programs read). The guest sees no other host file, not the host's C(/etc), C(/root), C(/home) or
+        C(/var), except O(chdir), O(shares) and O(host_dirs); and, when the Python that runs this module is
+        installed outside C(/usr) (a pyenv build and a venv made from it), that installation, read-only.
+      - V(initramfs) boots a generated busybox-static initramfs; the host's C(/usr) is mounted read-only
+        at C(/host/usr).
     type: str
     choices: [host9p, initramfs]
     default: host9p
@@ -68,9 +73,18 @@ options:
     type: dict
     default: {}
   chdir:
-    description: Directory (in the guest) the command runs in.
+    description:
+      - Directory the command runs in. With O(rootfs=host9p), the host directory of that path is shared
+        read-only at the same path (unless a share or C(/usr) shows it).
     type: str
     default: /
+  host_dirs:
+    description:
+      - With O(rootfs=host9p), host directories the command reads, shared read-only at the same path
+        (a kernel variant's state directory, say). Not C(/) or C(/etc).
+    type: list
+    elements: path
+    default: []
   shares:
     description: Extra host directories shared over virtio-9p.
     type: list
@@ -195,12 +209,24 @@ qemu_argv:
 """
 
 import os
+import sys
 import tempfile
 import traceback
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.xdplab.testbed.plugins.module_utils.kernel import _qemu_guest as _qemu
 from ansible_collections.xdplab.testbed.plugins.module_utils.state import _ledger
+
+
+def python_dirs() -> list[str]:
+    """The prefixes of this module's interpreter (its venv and the installation under it), resolved; the
+    guest is given those outside /usr, so that the same interpreter runs there."""
+    out: list[str] = []
+    for prefix in (sys.prefix, sys.base_prefix):
+        real = os.path.realpath(prefix)
+        if real not in out and real != "/usr" and not real.startswith("/usr/"):
+            out.append(real)
+    return out
 
 
 def ledger_tracker(ledger_dir: str):
@@ -230,6 +256,7 @@ def main() -> None:
             append=dict(type="str", default=""),
             environment=dict(type="dict", default={}),
             chdir=dict(type="str", default="/"),
+            host_dirs=dict(type="list", elements="path", default=[]),
             shares=dict(
                 type="list",
                 elements="dict",
@@ -280,6 +307,8 @@ def main() -> None:
             append=p["append"],
             env={str(k): str(v) for k, v in p["environment"].items()},
             shares=[_qemu.Share(**s) for s in p["shares"]],
+            host_dirs=p["host_dirs"],
+            python_dirs=python_dirs(),
             chdir=p["chdir"],
             qemu=qemu,
             busybox=busybox,

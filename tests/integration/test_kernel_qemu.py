@@ -94,6 +94,27 @@ def test_command_output_rc_and_console(rundir):
     assert not qemu_pids_for(rundir)
 
 
+def test_the_guest_sees_the_hosts_usr_and_what_it_is_given_but_no_secrets(rundir, tmp_path):
+    # The host's /etc/shadow, root's home and /var are not exported; /usr (python3, ip) is, and so are
+    # host_dirs and the command's directory, read-only. The copied /etc resolves users and alternatives.
+    given = tmp_path / "given"
+    given.mkdir()
+    (given / "note").write_text("h16-given\n")
+    Path("/root/.h16-secret").write_text("secret\n")
+    try:
+        res = qemu_exec(command="for p in /etc/shadow /root/.h16-secret /var/lib/xdplab /etc/ssh; do "
+                                "test -e $p && echo LEAK $p; done; cat " + str(given / "note") + "; "
+                                "touch " + str(given / "x") + " 2>/dev/null || echo given-ro; "
+                                "python3 -c 'import pwd; print(pwd.getpwuid(0).pw_name)'; ip -V | head -c 2; echo; "
+                                "readlink -f /etc/alternatives/awk | cut -c1-9",
+                        host_dirs=[str(given)], rundir=rundir, timeout=300)
+    finally:
+        Path("/root/.h16-secret").unlink()
+    assert res.get("failed") is not True, res.get("msg")
+    assert "LEAK" not in res["stdout"], res["stdout"]
+    assert res["stdout"].split() == ["h16-given", "given-ro", "root", "ip", "/usr/bin/"], res["stdout"]
+
+
 def test_nonzero_rc_fails_the_task_by_default(rundir):
     res = qemu_exec(command="false", rundir=rundir, timeout=300)
     assert res.get("failed") is True and res["rc"] == 1 and "status 1" in res["msg"]

@@ -26,7 +26,7 @@ pytestmark = [pytest.mark.qemu, pytest.mark.root]
 
 @pytest.mark.skipif(IN_GUEST, reason="already inside the guest: no nested QEMU")
 def test_pktgen_module_inside_guest():
-    run_guest_tests("test_pktgen_module.py", min_passed=7, cpus=2, timeout=600)
+    run_guest_tests("test_pktgen_module.py", min_passed=8, cpus=2, timeout=600)
 
 
 def playbook(tmp_path: Path, *extra: str) -> subprocess.CompletedProcess:

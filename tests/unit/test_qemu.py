@@ -29,19 +29,86 @@ def _spec(tmp_path, **kw):
 
 def test_argv_tcg_host9p(tmp_path):
     spec = _spec(tmp_path, memory_mb=512, cpus=2)
-    argv = _qemu.qemu_argv(spec, "/x/init.sh", "/x/console.log")
+    argv = _qemu.qemu_argv(spec, "/x/console.log", initrd="/x/initramfs.cpio")
     assert argv[argv.index("-accel") + 1] == "tcg"
     assert argv[argv.index("-m") + 1] == "512"
     assert argv[argv.index("-serial") + 1] == "file:/x/console.log"
+    assert argv[argv.index("-initrd") + 1] == "/x/initramfs.cpio"
     append = argv[argv.index("-append") + 1]
-    assert "init=/x/init.sh" in append and "rootfstype=9p" in append and " ro " in append
+    assert "rdinit=/init" in append and "root=" not in append
     fsdev = [argv[i + 1] for i, a in enumerate(argv) if a == "-fsdev"]
     device = [argv[i + 1] for i, a in enumerate(argv) if a == "-device"]
-    assert fsdev[0].startswith("local,id=fs0,path=/,") and fsdev[0].endswith("readonly=on")
-    assert device[0] == "virtio-9p-pci,fsdev=fs0,mount_tag=root"
-    assert fsdev[1].startswith(f"local,id=fs1,path={spec.rundir}/out,") and "readonly" not in fsdev[1]
-    assert device[1] == f"virtio-9p-pci,fsdev=fs1,mount_tag={_qemu.OUT_TAG}"
-    assert "-no-reboot" in argv and "-initrd" not in argv
+    # the host's /usr, read-only, never its /: no /etc (shadow, keys), /root or /home in the guest
+    assert fsdev[0].startswith("local,id=fs0,path=/usr,") and fsdev[0].endswith("readonly=on")
+    assert device[0] == "virtio-9p-pci,fsdev=fs0,mount_tag=usr"
+    assert not any(f.startswith(("local,id=fs1,path=/,", "local,id=fs0,path=/,")) for f in fsdev)
+    assert not any(",path=/etc" in f or ",path=/root" in f or ",path=/home" in f for f in fsdev)
+    out = [f for f in fsdev if f",path={spec.rundir}/out," in f]
+    assert out and "readonly" not in out[0]
+    assert f"mount_tag={_qemu.OUT_TAG}" in " ".join(device)
+    assert "-no-reboot" in argv
+
+
+def test_host9p_initramfs_carries_etc_without_secrets(tmp_path):
+    etc = tmp_path / "etc"
+    (etc / "alternatives").mkdir(parents=True)
+    (etc / "alternatives" / "awk").symlink_to("/usr/bin/mawk")
+    (etc / "passwd").write_text("root:x:0:0:root:/root:/bin/bash\n")
+    (etc / "shadow").write_text("root:$6$secret:19000:0:99999:7:::\n")
+    (etc / "ssh").mkdir()
+    (etc / "ssh" / "ssh_host_ed25519_key").write_text("PRIVATE")
+    (etc / "hosts").symlink_to("/etc/shadow")  # a link is kept as a link, never followed
+    bb = tmp_path / "busybox"
+    bb.write_bytes(b"\x7fELF-fake-busybox")
+    entries = _parse_newc(_qemu.build_initramfs(str(bb), "#!/xdplab/busybox sh\n", host_root=True, etc=str(etc)))
+    assert entries["etc/passwd"][1].startswith(b"root:x:0:0")
+    assert stat.S_ISLNK(entries["etc/alternatives/awk"][0]) and entries["etc/alternatives/awk"][1] == b"/usr/bin/mawk"
+    assert stat.S_ISLNK(entries["etc/hosts"][0]) and entries["etc/hosts"][1] == b"/etc/shadow"
+    assert not any(name.startswith(("etc/shadow", "etc/ssh")) for name in entries)
+    assert b"secret" not in b"".join(data for _mode, data in entries.values())
+    assert entries["xdplab/busybox"][1] == b"\x7fELF-fake-busybox"
+    for name in ("bin", "sbin", "lib"):  # as the host has them: links into /usr on merged /usr
+        if os.path.islink("/" + name):
+            assert stat.S_ISLNK(entries[name][0]) and entries[name][1] == os.fsencode(os.readlink("/" + name))
+
+
+def test_host_dirs_are_checked_and_shared_read_only(tmp_path):
+    spec = _spec(tmp_path, host_dirs=[str(tmp_path)])
+    _qemu.validate_spec(spec)
+    argv = _qemu.qemu_argv(spec, "/c.log")
+    assert any(a.endswith(f",path={tmp_path},security_model=none,multidevs=remap,readonly=on") for a in argv)
+    script = _qemu.init_script(spec)  # mounted after the guest's tmpfs on /tmp, which would hide it
+    assert script.index("tmpfs -o mode=1777 tmp /tmp") < script.index(f"xdplab_h0 {tmp_path}")
+    for bad in ("/", "/etc", "relative", str(tmp_path / ".." / "x"), "/nonexistent-h16"):
+        with pytest.raises(_qemu.QemuError, match="host_dirs entry"):
+            _qemu.validate_spec(_spec(tmp_path, host_dirs=[bad]))
+
+
+def test_the_modules_interpreter_outside_usr_is_shared_read_only_and_nothing_else(tmp_path):
+    """A pyenv build (and the venv made from it) is what runs the guest's Python: shared read-only at its
+    path, after the guest's tmpfs; a prefix already shown by another share, or missing, adds nothing."""
+    base, venv = tmp_path / "pyenv" / "3.11", tmp_path / "work" / ".venv"
+    base.mkdir(parents=True)
+    venv.mkdir(parents=True)
+    spec = _spec(tmp_path, python_dirs=[str(base), str(venv), str(tmp_path / "gone")],
+                 shares=[_qemu.Share(path=str(tmp_path / "work"), tag="work", mount=str(tmp_path / "work"))])
+    extra = [sh for sh in _qemu.all_shares(spec) if sh.tag.startswith("xdplab_py")]
+    assert [(sh.path, sh.mount, sh.readonly) for sh in extra] == [(str(base), str(base), True)]
+    script = _qemu.init_script(spec)
+    assert script.index("tmpfs -o mode=1777 tmp /tmp") < script.index(f"{extra[0].tag} {base}")
+    assert not [sh for sh in _qemu.all_shares(_spec(tmp_path, rootfs="initramfs", python_dirs=[str(base)]))
+                if sh.tag.startswith("xdplab_py")]
+
+
+def test_qemu_exec_names_only_interpreter_prefixes_outside_usr(monkeypatch):
+    from ansible_collections.xdplab.testbed.plugins.modules import qemu_exec
+
+    monkeypatch.setattr(qemu_exec.sys, "prefix", "/usr")
+    monkeypatch.setattr(qemu_exec.sys, "base_prefix", "/usr")
+    assert qemu_exec.python_dirs() == []
+    monkeypatch.setattr(qemu_exec.sys, "prefix", "/srv/venv")
+    monkeypatch.setattr(qemu_exec.sys, "base_prefix", "/opt/py/3.11")
+    assert qemu_exec.python_dirs() == ["/srv/venv", "/opt/py/3.11"]
 
 
 def test_argv_kvm_initramfs_and_shares(tmp_path):
@@ -49,20 +116,21 @@ def test_argv_kvm_initramfs_and_shares(tmp_path):
     share.mkdir()
     spec = _spec(tmp_path, accel="kvm", rootfs="initramfs",
                  shares=[_qemu.Share(path=str(share), tag="data", mount="/run/data", readonly=False)])
-    argv = _qemu.qemu_argv(spec, "/init", "/c.log", initrd="/r/initramfs.cpio")
+    argv = _qemu.qemu_argv(spec, "/c.log", initrd="/r/initramfs.cpio")
     assert argv[argv.index("-accel") + 1] == "kvm" and argv[argv.index("-cpu") + 1] == "host"
     assert argv[argv.index("-initrd") + 1] == "/r/initramfs.cpio"
     assert "rdinit=/init" in argv[argv.index("-append") + 1]
     assert f"local,id=fs2,path={share},security_model=none,multidevs=remap" in argv
     assert "virtio-9p-pci,fsdev=fs2,mount_tag=data" in argv
-    assert "virtio-9p-pci,fsdev=fs0,mount_tag=hostroot" in argv
+    assert "virtio-9p-pci,fsdev=fs0,mount_tag=hostusr" in argv and "local,id=fs0,path=/usr," in " ".join(argv)
 
 
 def test_init_script_quotes_and_mounts(tmp_path):
     spec = _spec(tmp_path, env={"FOO": "a b'c"}, chdir="/work/my dir",
                  shares=[_qemu.Share(path=str(tmp_path), tag="t1", mount="/run/t 1")])
     text = _qemu.init_script(spec)
-    assert text.startswith("#!/bin/sh\n")
+    assert text.startswith("#!/xdplab/busybox sh\n")
+    assert text.index("usr /usr") < text.index("command.sh")
     assert "export FOO='a b'\"'\"'c'" in text
     assert "cd '/work/my dir'" in text
     assert "mount -t 9p -o trans=virtio,version=9p2000.L,msize=262144,ro t1 '/run/t 1'" in text
@@ -138,7 +206,10 @@ def test_prepare_writes_rundir(tmp_path):
     assert log == os.path.join(spec.rundir, "console.log")
     assert (tmp_path / "run" / "out" / "command.sh").read_text() == "echo hello\n"
     assert not (tmp_path / "run" / "out" / "rc").exists()
-    assert os.access(tmp_path / "run" / "init.sh", os.X_OK)
+    init = (tmp_path / "run" / "init.sh").read_bytes()
+    entries = _parse_newc((tmp_path / "run" / "initramfs.cpio").read_bytes())
+    assert entries["init"][1] == init and entries["init"][0] & 0o111  # PID 1 runs from the initramfs
+    assert argv[argv.index("-initrd") + 1] == str(tmp_path / "run" / "initramfs.cpio")
 
 
 def test_console_tail(tmp_path):
@@ -217,7 +288,10 @@ def test_a_checkout_under_a_guest_tmpfs_is_shared_at_the_same_path(tmp_path):
     assert (share.path, share.mount, share.readonly) == (str(tmp_path), str(tmp_path), True)
     script = init_script(spec)
     assert script.index("mount -t tmpfs -o mode=1777 tmp /tmp") < script.index(f"xdplab_cwd {tmp_path}")
-    # a checkout on the root file system needs nothing extra; nor does an initramfs guest
-    assert all_shares(GuestSpec(kernel="/x", command="true", rundir="/r", chdir="/work/main")) == []
+    # a checkout anywhere else is shared the same way (the guest sees only /usr of the host's root);
+    # a directory under /usr needs nothing extra; an initramfs guest shares no checkout
+    (work,) = all_shares(GuestSpec(kernel="/x", command="true", rundir="/r", chdir=str(Path(__file__).parent)))
+    assert work.mount == str(Path(__file__).parent) and work.readonly
+    assert all_shares(GuestSpec(kernel="/x", command="true", rundir="/r", chdir="/usr/share")) == []
     assert all_shares(GuestSpec(kernel="/x", command="true", rundir="/r", chdir=str(tmp_path),
                                 rootfs="initramfs")) == []

@@ -7,11 +7,16 @@ PRIVATE to the xdplab.testbed collection: not a public API, may change without n
 
 Two guest root file systems:
 
-* ``host9p``: the host's ``/`` shared read-only over virtio-9p is the guest's root;
-  the guest runs the host's own bash/python3/ethtool. Writable tmpfs on /tmp, /run,
-  /var/tmp. The generated init script lives in the run directory on the host.
+* ``host9p``: the guest runs the host's own userland - bash, python3, ethtool - from the host's
+  ``/usr`` shared read-only over virtio-9p, on a root built per run in an initramfs: busybox-static
+  (PID 1's shell), the init script, ``/bin``, ``/sbin``, ``/lib*`` as the host has them (links into
+  /usr on a merged-/usr host, else shared read-only too), and a copy of the few /etc files programs
+  read (``ETC_COPIED``: passwd, hosts, ld.so.cache, alternatives, ...). Writable tmpfs on /tmp, /run,
+  /var/tmp. The guest sees no other host file: not the host's /etc (shadow, ssh host keys), /root,
+  /home or /var - only the command's directory (``chdir``), the output share and what ``shares`` and
+  ``host_dirs`` name.
 * ``initramfs``: a generated initramfs (busybox-static plus the init script); the
-  host root is still mounted read-only at /host for tools.
+  host's /usr is mounted read-only at /host/usr for tools.
 
 In both, a per-run host directory is shared read-write (tag ``xdplab_out``) and
 the guest writes the command's stdout, stderr and exit status there; the serial
@@ -31,12 +36,25 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from ansible_collections.xdplab.testbed.plugins.module_utils.common import _process_identity as _proc
 from ansible_collections.xdplab.testbed.plugins.module_utils.common import _validate
 
 OUT_TAG = "xdplab_out"
 GUEST_TMPFS = ("/tmp", "/run", "/var/tmp")  # noqa: S108 - mount points in the guest, not used on the host
 GUEST_OUT = "/run/xdplab-out"
 BUSYBOX_CANDIDATES = ("/bin/busybox", "/usr/bin/busybox")
+GUEST_BUSYBOX = "/xdplab/busybox"  # in a host9p guest's initramfs; /bin may be a link into the 9p /usr
+# The only /etc entries a host9p guest gets, copied into its initramfs (never shared): what libc, the
+# shell, Python and the networking tools read. Secrets (shadow, ssh, ssl/private, sudoers) never go.
+ETC_COPIED = ("passwd", "group", "hosts", "hostname", "nsswitch.conf", "host.conf", "gai.conf", "protocols",
+              "services", "networks", "ethertypes", "rpc", "ld.so.conf", "ld.so.conf.d", "ld.so.cache",
+              "alternatives", "localtime", "timezone", "os-release", "debian_version", "iproute2",
+              "python3", "python3.11", "python3.12", "python3.13", "mtab", "bash.bashrc", "profile",
+              "environment", "inputrc", "mime.types", "magic", "netsniff-ng")
+ETC_FILE_MAX = 1 << 20
+# Top-level entries of a merged-/usr host that are links into /usr; a host where one is a directory has
+# it shared read-only as well.
+ROOT_LINKS = ("bin", "sbin", "lib", "lib32", "lib64", "libx32")
 START_MARK = "xdplab: guest command starting"
 
 
@@ -68,6 +86,8 @@ class GuestSpec:
     append: str = ""
     env: dict[str, str] = field(default_factory=dict)
     shares: list[Share] = field(default_factory=list)
+    host_dirs: list[str] = field(default_factory=list)  # host9p: host directories the guest also sees (ro)
+    python_dirs: list[str] = field(default_factory=list)  # host9p: the interpreter's prefixes outside /usr (ro)
     chdir: str = "/"
     qemu: str = "qemu-system-x86_64"
     busybox: str = "/bin/busybox"
@@ -87,17 +107,43 @@ class GuestResult:
     qemu_output: str = ""
 
 
-def all_shares(spec: GuestSpec) -> list[Share]:
-    """The spec's shares, plus O(chdir) when the guest would hide it under a tmpfs of its own.
+def _under(path: str, top: str) -> bool:
+    return path == top or path.startswith(top.rstrip("/") + "/")
 
-    With the host's root as the guest's root, /tmp, /run and /var/tmp are fresh tmpfs mounts in the
-    guest: a checkout there (a CI clone in /tmp, say) is shared read-only at the same path.
+
+def root_shares(spec: GuestSpec) -> list[Share]:
+    """The host's userland a guest runs: /usr and the top-level directories a non-merged-/usr host
+    keeps outside it, read-only at the same paths (mounted first: /bin/sh lives there)."""
+    if spec.rootfs != "host9p":
+        return [Share(path="/usr", tag="hostusr", mount="/host/usr", readonly=True)]
+    shares = [Share(path="/usr", tag="usr", mount="/usr", readonly=True)]
+    for name in ROOT_LINKS:
+        path = "/" + name
+        if os.path.isdir(path) and not os.path.islink(path):
+            shares.append(Share(path=path, tag=f"root_{name}", mount=path, readonly=True))
+    return shares
+
+
+def all_shares(spec: GuestSpec) -> list[Share]:
+    """The spec's shares and host_dirs, plus O(chdir) (read-only at the same path) when no other share
+    shows it; mounted after the guest's tmpfs (/tmp, /run), so that a path under them stays visible.
+
+    A host9p guest sees only /usr of the host's root (root_shares): the directory the command runs
+    in, a checkout say, is shared by itself, and so are ``python_dirs`` (the prefixes of the interpreter
+    that runs the module, when it is installed outside /usr: a pyenv build and the venv made from it).
     """
     shares = list(spec.shares)
+    if spec.rootfs == "host9p":
+        shares += [Share(path=d, tag=f"xdplab_h{i}", mount=d, readonly=True) for i, d in enumerate(spec.host_dirs)]
+        for i, prefix in enumerate(spec.python_dirs):
+            prefix = os.path.normpath(prefix)
+            seen = [sh.mount for sh in shares] + [sh.mount for sh in root_shares(spec)]
+            if not any(_under(prefix, m) for m in seen) and os.path.isdir(prefix):
+                shares.append(Share(path=prefix, tag=f"xdplab_py{i}", mount=prefix, readonly=True))
     chdir = os.path.normpath(spec.chdir)
-    hidden = any(chdir == m or chdir.startswith(m + "/") for m in GUEST_TMPFS)
-    covered = any(chdir == sh.mount or chdir.startswith(sh.mount.rstrip("/") + "/") for sh in shares)
-    if spec.rootfs == "host9p" and hidden and not covered and os.path.isdir(chdir):
+    seen = [sh.mount for sh in shares] + [sh.mount for sh in root_shares(spec)]
+    covered = any(_under(chdir, m) for m in seen)
+    if spec.rootfs == "host9p" and chdir != "/" and not covered and os.path.isdir(chdir):
         shares.append(Share(path=chdir, tag="xdplab_cwd", mount=chdir, readonly=True))
     return shares
 
@@ -133,7 +179,16 @@ def validate_spec(spec: GuestSpec) -> None:
             _validate.qemu_id(share.tag, "share tag")
     except _validate.ValidationError as exc:
         raise QemuError(str(exc)) from None
-    tags = {OUT_TAG, "root", "hostroot"}
+    for host_dir in spec.host_dirs:
+        if not isinstance(host_dir, str) or not os.path.isabs(host_dir) or ".." in host_dir.split("/") \
+                or os.path.normpath(host_dir) in ("/", "/etc") or not os.path.isdir(host_dir):
+            raise QemuError(f"host_dirs entry {host_dir!r} is not an existing absolute directory without '..' "
+                            "(and not / or /etc: the guest gets only the directories it needs)")
+        try:
+            _validate.qemu_value(host_dir, "host_dirs entry")
+        except _validate.ValidationError as exc:
+            raise QemuError(str(exc)) from None
+    tags = {OUT_TAG, "usr", "hostusr", *(f"root_{n}" for n in ROOT_LINKS)}
     for share in spec.shares:
         if not os.path.isdir(share.path):
             raise QemuError(f"share path {share.path!r} is not a directory")
@@ -142,29 +197,19 @@ def validate_spec(spec: GuestSpec) -> None:
         if not share.mount.startswith("/"):
             raise QemuError(f"share mount point {share.mount!r} is not absolute")
         tags.add(share.tag)
-    if spec.rootfs == "initramfs" and not os.path.isfile(spec.busybox):
-        raise QemuError(f"busybox {spec.busybox!r} not found: install busybox-static for rootfs=initramfs")
+    if not os.path.isfile(spec.busybox):
+        raise QemuError(f"busybox {spec.busybox!r} not found: install busybox-static (the guest's PID 1 shell)")
 
 
-def kernel_cmdline(spec: GuestSpec, init_path: str) -> str:
+def kernel_cmdline(spec: GuestSpec) -> str:
     """The guest kernel command line (pure)."""
-    parts = ["console=ttyS0", "panic=-1", "oops=panic", "quiet", "loglevel=4"]
-    if spec.rootfs == "host9p":
-        parts += [
-            "root=/dev/root",
-            "rootfstype=9p",
-            "rootflags=trans=virtio,version=9p2000.L,msize=262144,cache=loose",
-            "ro",
-            f"init={init_path}",
-        ]
-    else:
-        parts += ["rdinit=/init"]
+    parts = ["console=ttyS0", "panic=-1", "oops=panic", "quiet", "loglevel=4", "rdinit=/init"]
     if spec.append:
         parts.append(spec.append)
     return " ".join(parts)
 
 
-def qemu_argv(spec: GuestSpec, init_path: str, console_log: str, initrd: str | None = None) -> list[str]:
+def qemu_argv(spec: GuestSpec, console_log: str, initrd: str | None = None) -> list[str]:
     """The qemu-system argv for this spec (pure)."""
     argv = [
         spec.qemu,
@@ -177,13 +222,12 @@ def qemu_argv(spec: GuestSpec, init_path: str, console_log: str, initrd: str | N
         "-serial", f"file:{_validate.qemu_value(console_log, 'console log')}",
         "-monitor", "none",
         "-kernel", spec.kernel,
-        "-append", kernel_cmdline(spec, init_path),
+        "-append", kernel_cmdline(spec),
     ]
     if initrd:
         argv += ["-initrd", initrd]
-    # root=/dev/root: 6.1+ mounts a nodev root by the name with "/dev/" stripped, so the tag is "root".
-    shares = [("root" if spec.rootfs == "host9p" else "hostroot", "/", True),
-              (OUT_TAG, f"{spec.rundir}/out", False)]
+    shares = [(sh.tag, sh.path, sh.readonly) for sh in root_shares(spec)]
+    shares += [(OUT_TAG, f"{spec.rundir}/out", False)]
     shares += [(sh.tag, sh.path, sh.readonly) for sh in all_shares(spec)]
     for i, (tag, path, readonly) in enumerate(shares):
         ro = ",readonly=on" if readonly else ""
@@ -201,15 +245,21 @@ def init_script(spec: GuestSpec) -> str:
     stdout/stderr/rc going to the share, then powers off. Every mount uses busybox
     so the script does not depend on the guest root's util-linux.
     """
-    bb = "/bin/busybox" if spec.rootfs == "initramfs" else spec.busybox
+    bb = "/bin/busybox" if spec.rootfs == "initramfs" else GUEST_BUSYBOX
     opts9p = "trans=virtio,version=9p2000.L,msize=262144"
     lines = [
-        "#!/bin/sh" if spec.rootfs == "host9p" else "#!/bin/busybox sh",
+        f"#!{bb} sh",
         "# generated by xdplab.testbed _qemu.init_script: PID 1 of a one-command guest",
         f"BB={bb}",
         "$BB mount -t proc proc /proc",
         "$BB mount -t sysfs sys /sys",
         "$BB mount -t devtmpfs dev /dev 2>/dev/null",
+    ]
+    for share in root_shares(spec):  # the host's /usr (and /bin... where they are not links into it)
+        lines += [f"$BB mkdir -p {shlex.quote(share.mount)}",
+                  f"$BB mount -t 9p -o {opts9p},ro {shlex.quote(share.tag)} {shlex.quote(share.mount)} || "
+                  f"{{ echo 'xdplab: cannot mount {share.tag}'; $BB poweroff -f; }}"]
+    lines += [
         "$BB mount -t tmpfs -o mode=1777 tmp /tmp",
         "$BB mount -t tmpfs -o mode=755 run /run",
         "$BB mount -t debugfs debugfs /sys/kernel/debug 2>/dev/null",
@@ -219,8 +269,6 @@ def init_script(spec: GuestSpec) -> str:
         f"$BB mount -t 9p -o {opts9p} {OUT_TAG} {GUEST_OUT} || {{ echo 'xdplab: cannot mount output share'; "
         "$BB poweroff -f; }",
     ]
-    if spec.rootfs == "initramfs":
-        lines += ["$BB mkdir -p /host", f"$BB mount -t 9p -o {opts9p},ro hostroot /host"]
     for share in all_shares(spec):
         ro = ",ro" if share.readonly else ""
         lines += [
@@ -261,16 +309,56 @@ def _cpio_entry(name: str, mode: int, data: bytes, ino: int) -> bytes:
     return out
 
 
-def build_initramfs(busybox: str, init: str) -> bytes:
-    """A newc cpio archive: busybox, its applet links for sh, /init, mount points (pure but for reading busybox)."""
+def _etc_entries(etc: str) -> list[tuple[str, int, bytes]]:
+    """The ETC_COPIED entries of the host's /etc as cpio entries: regular files (at most ETC_FILE_MAX
+    bytes), directories and symlinks (kept as links: /etc/alternatives points into /usr), nothing else."""
+    out: list[tuple[str, int, bytes]] = [("etc", stat.S_IFDIR | 0o755, b"")]
+
+    def add(path: str, name: str) -> None:
+        try:
+            st = os.lstat(path)
+        except OSError:
+            return
+        if stat.S_ISLNK(st.st_mode):
+            out.append((name, stat.S_IFLNK | 0o777, os.fsencode(os.readlink(path))))
+        elif stat.S_ISDIR(st.st_mode):
+            out.append((name, stat.S_IFDIR | 0o755, b""))
+            for child in sorted(os.listdir(path)):
+                add(os.path.join(path, child), f"{name}/{child}")
+        elif stat.S_ISREG(st.st_mode) and st.st_size <= ETC_FILE_MAX:
+            try:
+                fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+            except OSError:
+                return
+            with os.fdopen(fd, "rb") as fh:
+                out.append((name, stat.S_IFREG | 0o644, fh.read(ETC_FILE_MAX)))
+
+    for item in ETC_COPIED:
+        add(os.path.join(etc, item), f"etc/{item}")
+    return out
+
+
+def build_initramfs(busybox: str, init: str, host_root: bool = False, etc: str = "/etc") -> bytes:
+    """A newc cpio archive: busybox, /init, mount points; with ``host_root`` (the host9p guest) also
+    /bin, /sbin, /lib* as links into the 9p /usr like the host's, and the ETC_COPIED part of ``etc``
+    (pure but for reading busybox and those files)."""
     with open(busybox, "rb") as fh:
         bb = fh.read()
     entries: list[tuple[str, int, bytes]] = []
-    for d in ("bin", "dev", "proc", "sys", "tmp", "run", "host", "etc", "var", "var/tmp", "sys/kernel",
-              "sys/fs"):
+    for d in ("dev", "proc", "sys", "tmp", "run", "host", "var", "var/tmp", "sys/kernel", "sys/fs", "usr"):
         entries.append((d, stat.S_IFDIR | 0o755, b""))
-    entries.append(("bin/busybox", stat.S_IFREG | 0o755, bb))
-    entries.append(("bin/sh", stat.S_IFLNK | 0o777, b"busybox"))
+    if host_root:
+        entries.append(("xdplab", stat.S_IFDIR | 0o755, b""))
+        entries.append((GUEST_BUSYBOX.lstrip("/"), stat.S_IFREG | 0o755, bb))
+        for name in ROOT_LINKS:
+            if os.path.islink("/" + name):
+                entries.append((name, stat.S_IFLNK | 0o777, os.fsencode(os.readlink("/" + name))))
+        entries += _etc_entries(etc)
+    else:
+        entries.append(("bin", stat.S_IFDIR | 0o755, b""))
+        entries.append(("etc", stat.S_IFDIR | 0o755, b""))
+        entries.append(("bin/busybox", stat.S_IFREG | 0o755, bb))
+        entries.append(("bin/sh", stat.S_IFLNK | 0o777, b"busybox"))
     entries.append(("init", stat.S_IFREG | 0o755, init.encode()))
     out = b"".join(_cpio_entry(n, m, d, i + 1) for i, (n, m, d) in enumerate(entries))
     out += _cpio_entry("TRAILER!!!", 0, b"", 0)
@@ -367,15 +455,12 @@ def prepare(spec: GuestSpec) -> tuple[list[str], str]:
             shutil.rmtree(out)
     os.mkdir(out, 0o700)
     init_text = init_script(spec)
-    init_path = os.path.join(spec.rundir, "init.sh")
-    _write_new(init_path, init_text.encode(), 0o700)
+    _write_new(os.path.join(spec.rundir, "init.sh"), init_text.encode(), 0o600)  # to read; it runs from the initramfs
     _write_new(os.path.join(out, "command.sh"), (spec.command + "\n").encode(), 0o600)
-    initrd = None
-    if spec.rootfs == "initramfs":
-        initrd = os.path.join(spec.rundir, "initramfs.cpio")
-        _write_new(initrd, build_initramfs(spec.busybox, init_text), 0o600)
+    initrd = os.path.join(spec.rundir, "initramfs.cpio")
+    _write_new(initrd, build_initramfs(spec.busybox, init_text, host_root=spec.rootfs == "host9p"), 0o600)
     console_log = os.path.join(spec.rundir, "console.log")
-    return qemu_argv(spec, init_path, console_log, initrd), console_log
+    return qemu_argv(spec, console_log, initrd), console_log
 
 
 def _write_new(path: str, data: bytes, mode: int) -> None:
@@ -419,8 +504,8 @@ def run(spec: GuestSpec, timeout: float, boot_timeout: float | None = None,
 
     With ``boot_timeout``, a guest whose init has not announced itself on the console by then is
     killed and the result says ``boot_stalled`` (used to fall back from a KVM that hangs to TCG).
-    With ``track``, ``track(pid, argv)`` is called once QEMU has started and the function it returns
-    when QEMU is gone: qemu_exec records the process in the state ledger that way, so that if this
+    With ``track``, ``track(pid, argv)`` is called once QEMU's pid exists, before QEMU runs, and the
+    function it returns when QEMU is gone: qemu_exec records the process in the state ledger that way, so that if this
     process is killed, teardown (ledger ``cleaned``) kills the orphaned guest."""
     argv, console_log = prepare(spec)
     qemu_log = os.path.join(spec.rundir, "qemu.log")
@@ -429,14 +514,14 @@ def run(spec: GuestSpec, timeout: float, boot_timeout: float | None = None,
             os.unlink(path)
     start = time.monotonic()
     timed_out = stalled = False
+    untracks: list[Callable[[], None]] = []
     with open(qemu_log, "wb") as qlog:
-        proc = subprocess.Popen(  # noqa: S603 - argv list, validated spec
-            argv, stdin=subprocess.DEVNULL, stdout=qlog, stderr=subprocess.STDOUT, start_new_session=True
-        )
-    untrack = None
+        # Recorded (track) after its pid exists and before QEMU itself runs: see _proc.spawn_recorded.
+        proc = _proc.spawn_recorded(argv, lambda pid: untracks.append(track(pid, argv)) if track else None,
+                                    stdin=subprocess.DEVNULL, stdout=qlog, stderr=subprocess.STDOUT,
+                                    start_new_session=True)
+    untrack = untracks[0] if untracks else None
     try:
-        if track is not None:
-            untrack = track(proc.pid, argv)
         booted = boot_timeout is None
         while proc.poll() is None:
             elapsed = time.monotonic() - start

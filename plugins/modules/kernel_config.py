@@ -53,6 +53,11 @@ options:
     type: list
     elements: str
     default: []
+  build_user:
+    description:
+      - Run the source's C(make) and C(merge_config.sh) as this unprivileged user (util-linux C(setpriv),
+        no_new_privs), in a scratch directory of its own, not as root. Unset runs them as the caller.
+    type: str
 attributes:
   check_mode:
     support: full
@@ -142,6 +147,7 @@ def main() -> None:
             fragments=dict(type="list", elements="path", default=[]),
             options=dict(type="dict", default={}),
             key_inputs=dict(type="list", elements="str", default=[], no_log=False),
+            build_user=dict(type="str"),
         ),
         required_if=[("base", "file", ["base_file"])],
         supports_check_mode=True,
@@ -154,6 +160,11 @@ def main() -> None:
         if not os.path.isfile(merge):
             module.fail_json(msg=f"src {src!r} is not a kernel source tree (no scripts/kconfig/merge_config.sh)")
         make = module.get_bin_path("make", required=True)
+        try:
+            as_user = _kernel.drop_privileges_argv(p["build_user"], module.get_bin_path("setpriv", required=True)
+                                                   if p["build_user"] else "setpriv")
+        except _kernel.KernelError as exc:
+            module.fail_json(msg=str(exc))
         requested: dict[str, str] = {}
         fragments: list[str] = []
         for frag in p["fragments"]:
@@ -174,15 +185,31 @@ def main() -> None:
         requested.update(extra)
 
         scratch = tempfile.mkdtemp(prefix="xdplab-kconfig-")
+
+        def give(path: str) -> None:
+            """The fetched source's make and scripts run as the build user: its files are the user's."""
+            if as_user:
+                os.chown(path, int(as_user[1].split("=")[1]), int(as_user[2].split("=")[1]))
+        give(scratch)
         if extra:
             extra_path = os.path.join(scratch, "options.config")
             with open(extra_path, "w") as fh:
                 fh.write(_kernel.fragment_text(extra))
+            give(extra_path)
             fragments.append(extra_path)
+        if as_user:  # the fragments, copied where the build user can read them (a collection under /root)
+            copies = []
+            for i, frag in enumerate(fragments):
+                copy = os.path.join(scratch, f"fragment-{i}.config")
+                shutil.copyfile(frag, copy)
+                give(copy)
+                copies.append(copy)
+            fragments = copies
         build = os.path.join(scratch, "o")
         os.makedirs(build)
+        give(build)
         if p["base"] in ("tinyconfig", "defconfig"):
-            run(module, [make, "-s", f"O={build}", p["base"]], cwd=src)
+            run(module, [*as_user, make, "-s", f"O={build}", p["base"]], cwd=src)
         else:
             if p["base"] == "file":
                 try:
@@ -194,9 +221,12 @@ def main() -> None:
                 base_text = running_config()
             with open(os.path.join(build, ".config"), "w") as fh:
                 fh.write(base_text)
+            give(os.path.join(build, ".config"))
         if fragments:
-            run(module, ["/bin/sh", merge, "-m", "-O", build, os.path.join(build, ".config"), *fragments], cwd=src)
-        run(module, [make, "-s", f"O={build}", "olddefconfig"], cwd=src)
+            # merge_config.sh makes its temporary file in the current directory: the scratch one
+            run(module, [*as_user, "/bin/sh", merge, "-m", "-O", build, os.path.join(build, ".config"), *fragments],
+                cwd=build)
+        run(module, [*as_user, make, "-s", f"O={build}", "olddefconfig"], cwd=src)
         with open(os.path.join(build, ".config")) as fh:
             final_text = fh.read()
         final = _kernel.parse_config(final_text)

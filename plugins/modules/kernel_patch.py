@@ -67,6 +67,20 @@ options:
     description: Seconds allowed for downloading one URL.
     type: int
     default: 30
+  build_user:
+    description:
+      - Run C(patch) and C(git) on the tree as this unprivileged user (util-linux C(setpriv), no_new_privs),
+        not as root. O(src) must be that user's (the kernel role unpacks Debian and tarball sources as
+        its build user), and O(state_dir) must be given, outside O(src).
+      - Unset runs them as the caller.
+    type: str
+  state_dir:
+    description:
+      - Directory for the series record and the stored patches (needed to revert them). Default C(.xdplab)
+        in O(src) (C(.git/xdplab) on git trees).
+      - With O(build_user), a directory outside O(src) that the build user cannot write, so that the
+        record root reads back is root's own.
+    type: path
 attributes:
   check_mode:
     support: full
@@ -165,15 +179,43 @@ class Series:
         self.method = method
         self.patch_bin = module.get_bin_path("patch", required=method == "patch")
         state_dir = os.path.join(self.src, ".git", "xdplab") if method == "git" else os.path.join(self.src, ".xdplab")
-        self.state_dir = state_dir
-        self.state_file = os.path.join(state_dir, "series.json")
+        self.state_dir = module.params["state_dir"] or state_dir
+        self.state_file = os.path.join(self.state_dir, "series.json")
+        self.user = module.params["build_user"]
+        self.as_user: list[str] = []
+        self.ids: tuple[int, int] | None = None  # the build user's (uid, gid)
+        if self.user:
+            self.as_user = self.unprivileged(module)
+
+    def unprivileged(self, module: AnsibleModule) -> list[str]:
+        """The setpriv prefix for the build user, after checking the tree is that user's and the record
+        lives outside it (fail_json naming the user, the tree or the directory otherwise)."""
+        try:
+            prefix = _kernel.drop_privileges_argv(self.user, module.get_bin_path("setpriv", required=True))
+            self.ids = _kernel.build_identity(self.user)
+        except _kernel.KernelError as exc:
+            module.fail_json(msg=str(exc))
+        uid = self.ids[0]
+        if os.lstat(self.src).st_uid != uid:
+            module.fail_json(msg=f"src {self.src!r} is not build user {self.user!r}'s (uid {uid}): the patches "
+                                 "would run as that user on a tree it cannot write; nothing was applied")
+        if not module.params["state_dir"]:
+            module.fail_json(msg="build_user needs state_dir (outside src): the series record is root's")
+        real_state, real_src = os.path.realpath(self.state_dir), os.path.realpath(self.src)
+        if real_state == real_src or real_state.startswith(real_src.rstrip("/") + "/"):
+            module.fail_json(msg=f"state_dir {self.state_dir!r} is inside src {self.src!r}, which build user "
+                                 f"{self.user!r} can write: give a directory outside it")
+        return prefix
 
     # ------------------------------------------------------------ tools
     def run(self, argv: list[str], data: str | None = None, check: bool = True, cwd: str | None = None):
         if argv and argv[0] == self.git:
             # The tree's own hooks (.git/hooks, core.hooksPath) never run: it may be fetched code.
             argv = [self.git, "-c", "core.hooksPath=/dev/null", *argv[1:]]
-        rc, out, err = self.module.run_command(argv, data=data, cwd=cwd or self.src, environ_update=C_ENV,
+        argv = self.as_user + argv  # the build user's, when one is given: root never runs them on its tree
+        # as the build user, git reads no configuration of root's ($HOME/.gitconfig)
+        env = dict(C_ENV, HOME="/nonexistent") if self.as_user else C_ENV
+        rc, out, err = self.module.run_command(argv, data=data, cwd=cwd or self.src, environ_update=env,
                                                binary_data=True)
         if check and rc != 0:
             raise PatchFailed(f"{argv[0]} {argv[1]} failed (rc={rc})", rc=rc, stdout=out, stderr=err, cmd=argv)
@@ -287,6 +329,9 @@ class Series:
                 with open(path, "w", errors="surrogateescape") as fh:
                     fh.write(text)
                 files.append(path)
+            if self.ids:  # git am runs as the build user: it reads the series, nothing else of root's
+                for path in [tmp, *files]:
+                    os.chown(path, *self.ids)
             if reset_to:
                 self.run([self.git, "reset", "--hard", "--quiet", reset_to])
             if files:
@@ -340,6 +385,8 @@ def main() -> None:
             state=dict(type="str", choices=["present", "absent"], default="present"),
             source=dict(type="dict", default={}),
             timeout=dict(type="int", default=30),
+            build_user=dict(type="str"),
+            state_dir=dict(type="path"),
         ),
         supports_check_mode=True,
     )

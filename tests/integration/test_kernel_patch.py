@@ -190,3 +190,70 @@ def test_empty_series_on_a_fresh_tree_reports_a_record(tree):
     assert res["series"]["series_id"] == hashlib.sha256(b"").hexdigest()
     assert res["series"]["source"] == {"type": "debian"}
     assert snapshot(tree) == before and not (tree / ".xdplab").exists()
+
+
+# ------------------------------------------------------------------ as an unprivileged build user
+BUILD_USER = "nobody"  # every Debian system has it; the kernel role makes its own xdplab-build
+
+
+@pytest.fixture
+def user_tree(pristine, request):
+    """The fixture tree owned by the build user, under a directory it can reach (pytest's tmp_path is
+    0700 root's), and a root-owned state directory beside it."""
+    import pwd
+    import tempfile
+
+    top = Path(tempfile.mkdtemp(prefix="xdplab-h16-", dir="/var/tmp"))  # noqa: S108 - removed below
+    request.addfinalizer(lambda: shutil.rmtree(top, ignore_errors=True))
+    top.chmod(0o755)
+    tree = top / "src"
+    shutil.copytree(pristine, tree)
+    if request.param == "git":
+        env = {**os.environ, "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.invalid",
+               "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@example.invalid"}
+        for argv in (["git", "init", "-q"], ["git", "add", "-A"], ["git", "commit", "-qm", "base"]):
+            subprocess.run(argv, cwd=tree, check=True, env=env)
+    entry = pwd.getpwnam(BUILD_USER)
+    for path in [tree, *tree.rglob("*")]:
+        os.lchown(path, entry.pw_uid, entry.pw_gid)
+    return tree, top / "series", entry.pw_uid
+
+
+@pytest.mark.parametrize("user_tree", ["patch", "git"], indirect=True)
+def test_patches_are_applied_by_the_build_user_and_recorded_by_root_outside_the_tree(user_tree):
+    tree, state, uid = user_tree
+    pristine_files = snapshot(tree)
+    res = kernel_patch(tree, fx(0, 1), build_user=BUILD_USER, state_dir=str(state))
+    assert res["changed"] is True, res.get("msg")
+    assert MARKER in (tree / "net/core/pktgen.c").read_text()
+    # patch(1) writes a new file and git checks one out: made by the build user, so owned by it
+    assert (tree / "net/core/pktgen.c").stat().st_uid == uid
+    assert res["state_file"] == str(state / "series.json")
+    assert (state / "series.json").stat().st_uid == 0 and not (tree / ".xdplab").exists()
+    assert not (tree / ".git" / "xdplab").exists()
+    assert [p["subject"] for p in json.loads((state / "series.json").read_text())["patches"]] == res["applied"]
+    # nothing in the tree is root's after the series went in
+    assert [p for p in tree.rglob("*") if p.lstat().st_uid != uid] == []
+    assert kernel_patch(tree, fx(0, 1), build_user=BUILD_USER, state_dir=str(state))["changed"] is False
+    if res["method"] == "patch":
+        gone = kernel_patch(tree, [], state="absent", build_user=BUILD_USER, state_dir=str(state))
+        assert gone["changed"] is True and snapshot(tree) == pristine_files
+
+
+@pytest.mark.parametrize("user_tree", ["patch"], indirect=True)
+def test_a_build_user_that_cannot_own_the_change_is_refused_before_anything(user_tree, tree):
+    utree, state, _uid = user_tree
+    before, ubefore = snapshot(tree), snapshot(utree)
+    cases = [
+        (dict(src=tree, build_user=BUILD_USER, state_dir=str(state)), f"src {str(tree)!r} is not build user"),
+        (dict(src=utree, build_user=BUILD_USER), "needs state_dir"),
+        (dict(src=utree, build_user=BUILD_USER, state_dir=str(utree / "rec")), "is inside src"),
+        (dict(src=utree, build_user="root", state_dir=str(state)), "is root (uid 0)"),
+        (dict(src=utree, build_user="no-such-xdplab-user", state_dir=str(state)),
+         "'no-such-xdplab-user' does not exist"),
+    ]
+    for args, words in cases:
+        src = args.pop("src")
+        res = kernel_patch(src, fx(0, 1), **args)
+        assert res.get("failed") is True and words in res["msg"], (args, res.get("msg"))
+    assert snapshot(tree) == before and snapshot(utree) == ubefore and not state.exists()

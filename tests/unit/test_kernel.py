@@ -137,3 +137,21 @@ def test_series_record_shape():
     assert rec["schema"] == "xdplab.kernel-series/v1"
     assert rec["series_id"] == _kernel.series_id(["ab" * 20])
     assert rec["patches"][0]["subject"] == "s" and os.sep not in rec["patches"][0]["name"]
+
+
+def test_the_build_user_is_dropped_to_by_number_and_never_root():
+    from types import SimpleNamespace
+
+    from ansible_collections.xdplab.testbed.plugins.module_utils.kernel._build_logic import (
+        KernelError,
+        drop_privileges_argv,
+    )
+    users = {"xdplab-build": SimpleNamespace(pw_uid=998, pw_gid=997), "toor": SimpleNamespace(pw_uid=0, pw_gid=0)}
+    assert drop_privileges_argv("xdplab-build", "/usr/bin/setpriv", users.__getitem__) == [
+        "/usr/bin/setpriv", "--reuid=998", "--regid=997", "--init-groups", "--no-new-privs"]
+    assert drop_privileges_argv("", getpwnam=users.__getitem__) == []
+    assert drop_privileges_argv(None, getpwnam=users.__getitem__) == []
+    with pytest.raises(KernelError, match="'toor' is root"):
+        drop_privileges_argv("toor", getpwnam=users.__getitem__)
+    with pytest.raises(KernelError, match="build user 'nobody-here' does not exist"):
+        drop_privileges_argv("nobody-here", getpwnam=users.__getitem__)

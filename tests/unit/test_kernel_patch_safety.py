@@ -77,6 +77,10 @@ def test_git_runs_with_hooks_disabled(args):
         def run_command(self, argv, **kw):
             calls.append(argv)
             return 0, "", ""
-    series = types.SimpleNamespace(git="/usr/bin/git", module=M(), src="/src")
+    series = types.SimpleNamespace(git="/usr/bin/git", module=M(), src="/src", as_user=[])
     kernel_patch.Series.run(series, ["/usr/bin/git", *argv])
     assert calls == [["/usr/bin/git", "-c", "core.hooksPath=/dev/null", *argv]]
+    # as the build user: the same command behind setpriv, hooks still off
+    series.as_user = ["/usr/bin/setpriv", "--reuid=65534", "--regid=65534", "--init-groups", "--no-new-privs"]
+    kernel_patch.Series.run(series, ["/usr/bin/git", *argv])
+    assert calls[1] == [*series.as_user, "/usr/bin/git", "-c", "core.hooksPath=/dev/null", *argv]

@@ -17,6 +17,7 @@ import os
 import re
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
+from typing import Any
 
 SERIES_SCHEMA = "xdplab.kernel-series/v1"
 _MBOX_FROM = re.compile(r"^From [0-9a-f]{40} Mon Sep 17 00:00:00 2001$", re.M)
@@ -388,3 +389,28 @@ def localversion(variant: str) -> str:
     if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_.+-]{0,31}", variant):
         raise KernelError(f"variant name {variant!r} must be 1-32 characters of [A-Za-z0-9_.+-]")
     return "-" + variant
+
+
+def build_identity(user: str, getpwnam: Callable[[str], Any] | None = None) -> tuple[int, int]:
+    """The build user's (uid, gid); KernelError naming the user when it does not exist or is root."""
+    import pwd  # pylint: disable=import-outside-toplevel
+
+    try:
+        entry = (getpwnam or pwd.getpwnam)(user)
+    except KeyError:
+        raise KernelError(f"build user {user!r} does not exist") from None
+    if entry.pw_uid == 0:
+        raise KernelError(f"build user {user!r} is root (uid 0): name an unprivileged user, or none")
+    return entry.pw_uid, entry.pw_gid
+
+
+def drop_privileges_argv(user: str | None, setpriv: str = "setpriv",
+                         getpwnam: Callable[[str], Any] | None = None) -> list[str]:
+    """The argv prefix that runs a command of the fetched source (make, merge_config.sh, patch) as the
+    unprivileged build user instead of root: util-linux setpriv with the user's numeric uid, gid and
+    groups, and no_new_privs (no setuid binary regains root). Empty for no user (build as the caller).
+    KernelError naming the user when it does not exist or is root."""
+    if not user:
+        return []
+    uid, gid = build_identity(user, getpwnam)
+    return [setpriv, f"--reuid={uid}", f"--regid={gid}", "--init-groups", "--no-new-privs"]

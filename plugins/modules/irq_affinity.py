@@ -194,6 +194,7 @@ def present(module: AnsibleModule, store: _tuning.SnapshotStore, key: str, resul
     _ledger.record_tuning(p["ledger_dir"], store.path(key), _tuning.current_netns(), p["run_id"],
                           "irq", ifname)  # before acting
     snap = {"affinity": {str(k): _irq.format_cpulist(v) for k, v in current.items()},
+            "names": {str(d["irq"]): d["name"] for d in irqs},
             "irqbalance_running": irqbalance_running}
     store.save(key, "irq", ifname, snap, module.atomic_move)
     if stop:

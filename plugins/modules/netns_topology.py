@@ -106,9 +106,15 @@ options:
     description:
       - The state ledger directory. When given, every namespace this module creates is recorded there
         before it is created (then with its inode), so that C(xdplab.testbed.ledger state=cleaned) can remove
-        it after a killed run; a namespace that already existed is not recorded and never removed.
-      - With O(state=absent), only namespaces recorded in the ledger are deleted; the others are kept and
-        listed in RV(kept).
+        it after a killed run.
+      - A namespace that already existed (found in place) is never removed. Before the module changes
+        anything in it, its entry (marked C(found), with its inode) records what undoing that needs, namely the
+        interfaces made in it, and the previous address list, MTU, MAC, GRO, link and loopback state and
+        sysctl values of its own interfaces; C(xdplab.testbed.ledger state=cleaned) puts them back.
+        Deleting an interface found in such a namespace (one in the way of the spec's link) is refused
+        before anything is changed, naming it.
+      - With O(state=absent), only namespaces recorded as created are deleted, and only the veth pairs a
+        run of ours made; the others are kept and listed in RV(kept).
     type: path
   run_id:
     description: Run id written into the ledger entries (with O(ledger_dir)).
@@ -156,7 +162,9 @@ EXAMPLES = r"""
 
 RETURN = r"""
 kept:
-  description: With O(ledger_dir) and O(state=absent), the namespaces left in place because no run of ours created them.
+  description:
+    - With O(ledger_dir) and O(state=absent), the namespaces (C(name)) and veth ends (C(netns/ifname)) left
+      in place because no run of ours created them.
   returned: always
   type: list
   elements: str
@@ -193,17 +201,19 @@ import traceback
 from typing import Any
 
 from ansible.module_utils.basic import AnsibleModule, missing_required_lib
+from ansible_collections.xdplab.testbed.plugins.module_utils.common import _netns_switch
 from ansible_collections.xdplab.testbed.plugins.module_utils.state import _ledger
 from ansible_collections.xdplab.testbed.plugins.module_utils.testbed._topology import (
     Action,
     Topology,
     TopologyError,
+    found_undo,
     normalize,
     plan,
     view_desired,
     view_live,
 )
-from ansible_collections.xdplab.testbed.plugins.module_utils.tuning._ethtool_netlink import EthtoolNetlink
+from ansible_collections.xdplab.testbed.plugins.module_utils.tuning._ethtool_netlink import EthtoolError, EthtoolNetlink
 
 try:
     from pyroute2 import IPRoute
@@ -330,16 +340,7 @@ class Kernel:
 
     def _in_netns(self, ns: str, func):
         """Run func() with this thread in namespace ns (procfs /proc/sys/net follows the caller's namespace)."""
-        fd = os.open(netns_path(ns), os.O_RDONLY)
-        try:
-            pyr_netns.pushns()
-            try:
-                pyr_netns.setns(fd, flags=0)
-                return func()
-            finally:
-                pyr_netns.popns()
-        finally:
-            os.close(fd)
+        return _netns_switch.call_in_netns(ns, func, NETNS_RUN_DIR)
 
     def read_sysctl(self, ns: str, key: str) -> str | None:
         path = "/proc/sys/" + key.replace(".", "/")
@@ -366,7 +367,12 @@ class Kernel:
 
     def read_gro(self, ns: str, ifname: str) -> bool | None:
         with EthtoolNetlink(netns=ns) as eth:
-            return eth.get_features(ifname)["active"].get("rx-gro")
+            try:
+                return eth.get_features(ifname)["active"].get("rx-gro")
+            except EthtoolError as exc:
+                if exc.code == errno.ENODEV:  # listed a moment ago, going with its peer's namespace now
+                    return None
+                raise
 
     def write_gro(self, ns: str, ifname: str, value: bool) -> None:
         with EthtoolNetlink(netns=ns) as eth:
@@ -441,6 +447,29 @@ class Kernel:
         return left
 
 
+def check_found(actions: list[Action], found: set[str], live: dict[str, Any], recorded: dict[str, dict]) -> None:
+    """Run found_undo over the whole plan first: what it refuses (deleting an interface that was there
+    before) fails the task before any change."""
+    undo = {ns: (recorded.get(ns) or {}).get("undo_found") or {} for ns in found}
+    for action in actions:
+        if action.netns in found and action.op not in ("create_netns", "delete_netns"):
+            undo[action.netns] = found_undo(action, live, undo[action.netns])
+
+
+def record_found(ledger: str, entry: dict, action: Action, live: dict[str, Any], run_id: str | None) -> None:
+    """Before acting in a namespace found in place: its ledger entry (``found``, its inode, and what
+    undoing needs, from _topology.found_undo) gains this action's part. ``ledger state=cleaned`` then
+    puts back what was changed and deletes only what was made, and never the namespace."""
+    doc = _ledger.read(ledger, entry)
+    saved = (doc or {}).get("undo_found") or {}
+    undo = found_undo(action, live, saved)  # refuses to delete what was there before
+    if doc is None:
+        _ledger.record(ledger, entry, run_id, found=True, inode=os.stat(netns_path(action.netns)).st_ino,
+                       undo_found=undo)
+    elif undo != saved:
+        _ledger.annotate(os.path.join(ledger, _ledger.entry_id(entry)), undo_found=undo)
+
+
 def report(live: dict[str, Any]) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for ns, state in live.items():
@@ -512,11 +541,24 @@ def main() -> None:
         actions = plan(topo, live, state)
         ledger = module.params["ledger_dir"]
         kept: list[str] = []
+        recorded = ({e["key"]["name"]: e for _dummy, e in _ledger.entries(ledger) if e["kind"] == "netns"}
+                    if ledger else {})
+        ours = {name for name, e in recorded.items() if not e.get("found")}
+        # Namespaces that exist and that no run of ours created: what is done in them is recorded first.
+        found = {ns for ns in topo.namespaces if live.get(ns) is not None and ns not in ours} if ledger else set()
         if ledger and state == "absent":
             # Only what a run of ours created (the ledger says so) is deleted.
-            ours = {e["key"]["name"] for _dummy, e in _ledger.entries(ledger) if e["kind"] == "netns"}
             kept = sorted({a.netns for a in actions if a.op == "delete_netns" and a.netns not in ours})
             actions = [a for a in actions if not (a.op == "delete_netns" and a.netns in kept)]
+
+            def made_by_us(a: Action) -> bool:
+                ends = a.link.ends if a.link is not None else ()
+                made = {e.netns: ((recorded.get(e.netns) or {}).get("undo_found") or {}).get("links_created", ())
+                        for e in ends}
+                return any(e.netns in ours or e.ifname in made[e.netns] for e in ends)
+            kept += sorted(f"{a.netns}/{a.ifname}" for a in actions if a.op == "delete_veth" and not made_by_us(a))
+            actions = [a for a in actions if a.op != "delete_veth" or made_by_us(a)]
+        check_found(actions, found, live, recorded)  # refusals before anything is changed (check mode too)
         result: dict[str, Any] = {"changed": bool(actions), "actions": [a.describe() for a in actions],
                                   "kept": kept}
         before = view_live(topo, live)
@@ -526,6 +568,8 @@ def main() -> None:
         else:
             for current in actions:
                 entry = _ledger.check_entry("netns", {"name": current.netns}) if ledger else None
+                if entry and current.netns in found and current.op not in ("create_netns", "delete_netns"):
+                    record_found(ledger, entry, current, live, module.params["run_id"])  # before acting
                 if entry and current.op == "create_netns":
                     path, _created = _ledger.record(ledger, entry, module.params["run_id"])  # before acting
                 kernel.apply(current, undo)

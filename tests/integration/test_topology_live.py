@@ -449,8 +449,9 @@ def run_ledger(args: dict) -> dict:
 
 
 def test_namespaces_are_recorded_before_creation_and_found_ones_are_never_removed(names, tmp_path):
-    """A namespace that existed before (with a process in it) is neither recorded nor deleted, by
-    state=absent or by the ledger's cleanup; the one the module created is recorded with its inode
+    """A namespace that existed before (with a process in it) is never deleted, by state=absent or by the
+    ledger's cleanup: it is recorded as found, with what the run changed in it (here its loopback,
+    brought up), and the cleanup puts that back. The one the module created is recorded with its inode
     and removed by the ledger's cleanup."""
     ledger = str(tmp_path / "ledger")
     found, made = names["gen"], names["dut"]
@@ -459,15 +460,20 @@ def test_namespaces_are_recorded_before_creation_and_found_ones_are_never_remove
     try:
         up = run_module({"namespaces": [found, made], "ledger_dir": ledger, "run_id": "20261201T000000Z-abcdef"})
         assert up["rc"] == 0 and up["changed"], up
-        recorded = [json.loads(p.read_text()) for p in Path(ledger).glob("netns-*.json")]
-        assert [e["key"]["name"] for e in recorded] == [made]
-        assert recorded[0]["inode"] == os.stat(f"/run/netns/{made}").st_ino
-        assert recorded[0]["run_id"] == "20261201T000000Z-abcdef"
+        recorded = {e["key"]["name"]: e for e in (json.loads(p.read_text()) for p in Path(ledger).glob("netns-*.json"))}
+        assert sorted(recorded) == sorted([found, made])
+        assert not recorded[made].get("found") and recorded[made]["inode"] == os.stat(f"/run/netns/{made}").st_ino
+        assert recorded[made]["run_id"] == "20261201T000000Z-abcdef"
+        assert recorded[found]["found"] is True and recorded[found]["undo_found"] == {"lo_was_down": True}
 
         down = run_module({"namespaces": [found, made], "ledger_dir": ledger, "state": "absent"})
         assert down["rc"] == 0 and down["kept"] == [found], down
         assert found in ours_in_netns_list() and made not in ours_in_netns_list()
         assert sleeper.poll() is None, "a process in the namespace found in place was killed"
+        assert [json.loads(p.read_text())["key"]["name"] for p in Path(ledger).glob("netns-*.json")] == [found]
+        cleaned = run_ledger({"state": "cleaned", "dir": ledger})
+        assert cleaned["rc"] == 0 and found in ours_in_netns_list() and sleeper.poll() is None, cleaned
+        assert "UP" not in ip_json(found, "link", "show", "lo")[0]["flags"]
         assert list(Path(ledger).glob("netns-*.json")) == []
 
         # Created again, then replaced behind the ledger's back by a namespace of the same name: the
@@ -499,3 +505,63 @@ def test_a_spec_failing_halfway_leaves_no_ledger_entry(names, tmp_path):
     assert out["rc"] != 0 and "rolled back what this run created" in out["msg"], out
     assert names["gen"] not in ours_in_netns_list()
     assert list(Path(ledger).glob("*.json")) == []
+
+
+def _found_view(ns: str) -> dict:
+    links = {link["ifname"]: link for link in ip_json(ns, "addr", "show") if link["ifname"] != "lo"}
+    gro = {name: nsexec(ns, "ethtool", "-k", name).stdout.split("generic-receive-offload: ")[1].split()[0]
+           for name in links}
+    return {name: {"mtu": link["mtu"], "address": link["address"], "up": "UP" in link["flags"], "gro": gro[name],
+                   "addrs": sorted(f"{a['local']}/{a['prefixlen']}" for a in link["addr_info"]
+                                   if a.get("scope") != "link")}
+            for name, link in links.items()} | {"forward": nsexec(ns, "sysctl", "-n", "net.ipv4.ip_forward").stdout}
+
+
+def test_what_a_run_changes_in_namespaces_found_in_place_is_put_back(names, tmp_path):
+    """Two namespaces found in place, joined by a veth pair of their own with other settings than the spec
+    asks for (GRO off, MTU 1400, another address, down, forwarding off). The module records each change
+    before making it, and adds a link of its own into them; state=absent keeps their pair, and the
+    ledger's cleanup deletes only the link it made and puts every setting back."""
+    ledger = str(tmp_path / "ledger")
+    gen, dut, sink = names["gen"], names["dut"], names["sink"]
+    for ns in (gen, dut):
+        subprocess.run(["ip", "netns", "add", ns], check=True)
+    subprocess.run(["ip", "-n", gen, "link", "add", "veth0", "type", "veth", "peer", "name", "veth0", "netns", dut],
+                   check=True)
+    subprocess.run(["ip", "-n", gen, "link", "set", "veth0", "mtu", "1400"], check=True)
+    subprocess.run(["ip", "-n", dut, "link", "set", "veth0", "mtu", "1400", "address", "02:00:00:00:00:99"], check=True)
+    subprocess.run(["ip", "-n", gen, "addr", "add", "10.99.0.1/24", "dev", "veth0"], check=True)
+    assert nsexec(gen, "ethtool", "-K", "veth0", "gro", "off").returncode == 0
+    before = {ns: _found_view(ns) for ns in (gen, dut)}
+    up = run_module(dict(spec(names), ledger_dir=ledger, run_id="20261201T000000Z-abcdef"))
+    assert up["rc"] == 0 and up["changed"], up
+    assert _found_view(gen)["veth0"]["addrs"] == ["198.18.0.1/24"] and _found_view(dut)["forward"].strip() == "1"
+    assert _found_view(dut)["veth1"]["gro"] == "on"
+
+    down = run_module(dict(spec(names), ledger_dir=ledger, state="absent"))
+    assert down["rc"] == 0 and gen in ours_in_netns_list() and dut in ours_in_netns_list(), down
+    assert sorted(down["kept"]) == sorted([gen, dut]), down
+    assert "veth0" in {link["ifname"] for link in ip_json(gen, "link", "show")}
+    assert sink not in ours_in_netns_list()  # created by the run: gone, with the dut-sink link
+    cleaned = run_ledger({"state": "cleaned", "dir": ledger})
+    assert cleaned["rc"] == 0 and not cleaned.get("failed_entries"), cleaned
+    assert {ns: _found_view(ns) for ns in (gen, dut)} == before
+    assert list(Path(ledger).glob("*.json")) == []
+
+
+def test_an_interface_found_in_place_is_never_deleted(names, tmp_path):
+    """The spec's gen-dut link ends at dut/veth0, but there a veth of someone else's, paired elsewhere:
+    the module refuses to delete it, names it, and nothing is changed."""
+    ledger = str(tmp_path / "ledger")
+    gen, dut = names["gen"], names["dut"]
+    subprocess.run(["ip", "netns", "add", dut], check=True)
+    subprocess.run(["ip", "-n", dut, "link", "add", "veth0", "type", "veth", "peer", "name", "other0"], check=True)
+    out = run_module({"namespaces": [gen, dut], "ledger_dir": ledger,
+                      "links": [{"name": "gen-dut", "a": {"netns": gen, "ifname": "veth0"},
+                                 "b": {"netns": dut, "ifname": "veth0"}}]})
+    assert out["rc"] != 0 and "'veth0' in namespace" in out["msg"] and dut in out["msg"], out
+    assert "was there before" in out["msg"]
+    assert {link["ifname"] for link in ip_json(dut, "link", "show")} == {"lo", "veth0", "other0"}
+    assert gen not in ours_in_netns_list()
+    assert list(Path(ledger).glob("*.json")) == []
+    assert "UP" not in ip_json(dut, "link", "show", "lo")[0]["flags"]

@@ -171,6 +171,32 @@ def test_irq_restore_that_does_not_read_back_keeps_the_snapshot(tmp_path, irqs, 
     assert result["differs"] == [40] and result["snapshot_kept"] and store.load("irq-t") is not None
 
 
+def test_irq_snapshot_of_a_port_in_a_namespace_is_restored_by_its_saved_names(tmp_path, irqs, monkeypatch):
+    # The ledger runs in the initial namespace, whose /sys/class/net does not show a port of a named
+    # namespace; /proc/interrupts (the host's) does. IRQ 41 now has another device's name: left alone.
+    monkeypatch.setattr(_irq, "find_queue_irqs", lambda ifname: pytest.fail("read /sys/class/net of the wrong netns"))
+    monkeypatch.setattr(_irq, "irq_names", lambda: {40: "ens5-TxRx-0", 41: "nvme0q1"})
+    monkeypatch.setattr(_tuning, "current_netns", lambda *a: None)
+    store = _tuning.SnapshotStore(str(tmp_path / "state"))
+    store.save("irq-lab-ens5", "irq", "ens5", {"affinity": {"40": "2", "41": "3"}, "irqbalance_running": False,
+                                               "names": {"40": "ens5-TxRx-0", "41": "ens5-TxRx-1"}})
+    out = _restore.restore_snapshot(Module(tmp_path), store.path("irq-lab-ens5"), "lab", True)
+    assert irqs == {40: [2], 41: [1]}
+    assert not out["done"] and "vanished IRQs [41]" in out["reason"] and store.exists("irq-lab-ens5")
+    # all of them still named as saved: restored, snapshot gone
+    monkeypatch.setattr(_irq, "irq_names", lambda: {40: "ens5-TxRx-0", 41: "ens5-TxRx-1"})
+    out = _restore.restore_snapshot(Module(tmp_path), store.path("irq-lab-ens5"), "lab", True)
+    assert out["done"] and irqs == {40: [2], 41: [3]} and not store.exists("irq-lab-ens5")
+
+
+def test_irq_snapshot_in_a_namespace_without_names_is_kept_and_named(tmp_path, irqs, monkeypatch):
+    monkeypatch.setattr(_tuning, "current_netns", lambda *a: None)
+    store = _tuning.SnapshotStore(str(tmp_path / "state"))
+    store.save("irq-lab-ens5", "irq", "ens5", {"affinity": {"40": "2"}, "irqbalance_running": False})
+    out = _restore.restore_snapshot(Module(tmp_path), store.path("irq-lab-ens5"), "lab", True)
+    assert not out["done"] and "no IRQ names" in out["reason"] and irqs[40] == [0] and store.exists("irq-lab-ens5")
+
+
 # ---- nic_tuning -------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("mismatch", [{"mtu": {"wanted": 1500, "read_back": 9000}},

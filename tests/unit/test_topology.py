@@ -15,6 +15,7 @@ import pytest
 from ansible_collections.xdplab.testbed.plugins.module_utils.testbed._topology import (
     Action,
     TopologyError,
+    found_undo,
     normalize,
     plan,
     view_desired,
@@ -462,3 +463,42 @@ def test_any_drift_converges_in_one_plan(mutations):
     after = simulate(live, plan(topo, live))
     assert plan(topo, after) == []
     assert view_live(topo, after) == view_desired(topo, after)
+
+
+# ---- namespaces found in place: what undoing each change needs --------------------------------
+
+def _found_live():
+    return {"lab": {"lo_up": False, "sysctls": {"net.ipv4.ip_forward": "0"},
+                    "links": {"eth1": {"mtu": 1400, "mac": "02:00:00:00:00:99", "gro": False, "up": False,
+                                       "addresses": ["10.0.0.1/24"]}}}}
+
+
+def test_found_undo_keeps_the_first_value_seen_and_pairs_address_changes():
+    live = _found_live()
+    undo = {}
+    for action in [Action("lo_up", "lab"), Action("set_mtu", "lab", "eth1", 1500),
+                   Action("set_gro", "lab", "eth1", True), Action("set_mac", "lab", "eth1", "02:00:00:00:00:01"),
+                   Action("del_addr", "lab", "eth1", "10.0.0.1/24"), Action("add_addr", "lab", "eth1", "198.18.0.1/24"),
+                   Action("set_up", "lab", "eth1", True), Action("sysctl", "lab", "net.ipv4.ip_forward", "1"),
+                   Action("create_veth", "lab", "veth9")]:
+        undo = found_undo(action, live, undo)
+    assert undo == {"lo_was_down": True, "sysctls": {"net.ipv4.ip_forward": "0"}, "links_created": ["veth9"],
+                    "links": {"eth1": {"mtu": 1400, "gro": False, "mac": "02:00:00:00:00:99", "up": False,
+                                       "addresses_removed": ["10.0.0.1/24"], "addresses_added": ["198.18.0.1/24"]}}}
+    # a second run over the already changed namespace: the values from before the first run stay, and
+    # an address taken away and given back is no change at all
+    live["lab"]["links"]["eth1"].update(mtu=1500, addresses=["198.18.0.1/24"])
+    again = found_undo(Action("set_mtu", "lab", "eth1", 9000), live, undo)
+    assert again["links"]["eth1"]["mtu"] == 1400
+    back = found_undo(Action("add_addr", "lab", "eth1", "10.0.0.1/24"), live, undo)
+    assert "10.0.0.1/24" not in back["links"]["eth1"]["addresses_removed"]
+    assert undo["links"]["eth1"]["addresses_removed"] == ["10.0.0.1/24"]  # the input is not changed
+
+
+def test_found_undo_refuses_to_delete_what_was_there_and_lets_ours_go():
+    with pytest.raises(TopologyError, match="interface 'eth1' in namespace 'lab' was there before"):
+        found_undo(Action("delete_link", "lab", "eth1"), _found_live(), {})
+    assert found_undo(Action("delete_link", "lab", "veth9"), _found_live(), {"links_created": ["veth9"]}) == {
+        "links_created": ["veth9"]}
+    # settings of an interface made by this run (absent when the namespace was read) need no undo
+    assert found_undo(Action("set_mtu", "lab", "veth9", 1500), _found_live(), {}) == {}

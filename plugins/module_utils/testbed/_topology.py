@@ -356,6 +356,61 @@ def _plan_absent(topo: Topology, live: dict[str, Any]) -> list[Action]:
     return actions
 
 
+# -------------------------------------------------------------------- namespaces found in place
+
+def found_undo(action: Action, live: dict[str, Any], saved: dict[str, Any]) -> dict[str, Any]:
+    """What undoing ``action`` needs, for a namespace this collection did not create (found in place).
+
+    ``saved`` is what the namespace's ledger entry already holds (``links_created``, ``links``,
+    ``lo_was_down``, ``sysctls``); the result is ``saved`` plus this action's part. A value already saved
+    is kept (it is the one from before the first run), and an interface this collection created needs
+    nothing (it goes as a whole). Deleting an interface that was there before is refused: undo could
+    not bring it back. Raises TopologyError naming the interface."""
+    out = copy.deepcopy(saved)
+    created = set(out.get("links_created") or [])
+    op, ns, ifname, value = action.op, action.netns, action.ifname, action.value
+    if op in ("delete_link", "delete_veth"):
+        if ifname not in created:
+            raise TopologyError(f"interface {ifname!r} in namespace {ns!r} was there before this collection came "
+                                "(the namespace is not one it created): it is not deleted; rename the link's end "
+                                "or remove that interface yourself")
+        return out
+    if op == "create_veth":
+        out["links_created"] = sorted(created | {ifname})
+        return out
+    if op == "lo_up":
+        out.setdefault("lo_was_down", True)
+        return out
+    if op == "sysctl":
+        have = ((live.get(ns) or {}).get("sysctls") or {}).get(ifname)
+        out.setdefault("sysctls", {}).setdefault(ifname, have)
+        return out
+    cur = ((live.get(ns) or {}).get("links") or {}).get(ifname)
+    if ifname in created or cur is None:  # ours, or made by this very run (it was not there when read)
+        return out
+    link = out.setdefault("links", {}).setdefault(ifname, {})
+    if op in ("set_mac", "set_mtu", "set_gro"):
+        field_ = op[len("set_"):]
+        link.setdefault(field_, cur.get(field_))
+    elif op == "set_up":
+        link.setdefault("up", bool(cur.get("up")))
+    elif op == "add_addr":
+        if value in link.get("addresses_removed", []):
+            link["addresses_removed"].remove(value)
+        else:
+            link.setdefault("addresses_added", [])
+            if value not in link["addresses_added"]:
+                link["addresses_added"].append(value)
+    elif op == "del_addr":
+        if value in link.get("addresses_added", []):
+            link["addresses_added"].remove(value)
+        else:
+            link.setdefault("addresses_removed", [])
+            if value not in link["addresses_removed"]:
+                link["addresses_removed"].append(value)
+    return out
+
+
 def plan(topo: Topology, live: dict[str, Any], state: str = "present") -> list[Action]:
     """Actions, in execution order, that bring ``live`` to ``topo`` (present) or remove it (absent)."""
     if state == "present":

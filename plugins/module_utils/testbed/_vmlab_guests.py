@@ -19,7 +19,6 @@ ledger between fork and exec, so no QEMU ever runs unrecorded.
 
 from __future__ import annotations
 
-import ctypes
 import fcntl
 import os
 import re
@@ -28,6 +27,9 @@ import struct
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+
+from ansible_collections.xdplab.testbed.plugins.module_utils.common import _netns_switch
+from ansible_collections.xdplab.testbed.plugins.module_utils.common import _process_identity as _proc
 
 # One row per emulated NIC model: the guest driver it binds, whether it can use several backend
 # queues (multiqueue virtio needs one tap queue per queue pair) and the most queues it takes.
@@ -208,86 +210,45 @@ def link_pairs(guests: list[Guest]) -> list[tuple[str, str]]:
 
 _TUNSETIFF = 0x400454CA
 _IFF_TAP, _IFF_NO_PI, _IFF_VNET_HDR, _IFF_MULTI_QUEUE = 0x0002, 0x1000, 0x4000, 0x0100
-_CLONE_NEWNET = 0x40000000
-
-
-def _setns(fd: int) -> None:
-    libc = ctypes.CDLL(None, use_errno=True)
-    if libc.setns(fd, _CLONE_NEWNET) != 0:
-        err = ctypes.get_errno()
-        raise OSError(err, os.strerror(err))
 
 
 def open_taps(netns: str, names_queues: dict[str, int]) -> dict[str, list[int]]:
     """Open tap queues inside the named namespace; returns name -> fds (the taps live while they do)."""
-    here = os.open("/proc/self/ns/net", os.O_RDONLY)
-    there = os.open(f"/run/netns/{netns}", os.O_RDONLY)
     out: dict[str, list[int]] = {}
-    try:
-        _setns(there)
+
+    def open_all() -> None:
         for name, queues in names_queues.items():
             flags = _IFF_TAP | _IFF_NO_PI | _IFF_VNET_HDR | (_IFF_MULTI_QUEUE if queues > 1 else 0)
-            fds = []
+            fds = out.setdefault(name, [])
             for _dummy in range(queues):
                 fd = os.open("/dev/net/tun", os.O_RDWR)
                 fds.append(fd)
                 fcntl.ioctl(fd, _TUNSETIFF, struct.pack("16sH22x", name.encode(), flags))
-            out[name] = fds
+
+    try:
+        _netns_switch.call_in_netns(netns, open_all)
     except OSError:
         for fds in out.values():
             for fd in fds:
                 os.close(fd)
         raise
-    finally:
-        _setns(here)
-        os.close(here)
-        os.close(there)
     return out
 
 
 def start(argv: list[str], pass_fds: list[int], log_path: str, record: Callable[[int], str]) -> tuple[int, str]:
-    """Fork, record the child (``record(pid)``: the caller's ledger entry, its path returned), then let
-    it exec QEMU. Returns (pid, ledger entry path).
-
-    The child waits on a pipe between fork and exec: it execs only after the parent wrote the
-    ledger entry, and exits without exec'ing if the parent dies or fails first. (subprocess.Popen
-    cannot do this: it waits for the exec before returning the pid.)"""
-    gate_r, gate_w = os.pipe()
+    """Start QEMU in its own session with ``pass_fds`` (taps, sockets) open, its output in log_path,
+    recorded first: ``record(pid)`` (the caller's ledger entry, its path returned) runs once the pid
+    exists and before QEMU does (common._process_identity.spawn_recorded: a child that cannot be
+    recorded runs nothing). Returns (pid, ledger entry path)."""
+    paths: list[str] = []
     log = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o600)
-    null = os.open(os.devnull, os.O_RDONLY | os.O_CLOEXEC)
-    pid = os.fork()
-    if pid == 0:  # child: only async-signal-safe work and exec
-        try:
-            os.close(gate_w)
-            os.setsid()
-            go = os.read(gate_r, 1)
-            if go != b"g":
-                os._exit(70)
-            os.dup2(null, 0)
-            os.dup2(log, 1)
-            os.dup2(log, 2)
-            keep = set(pass_fds)
-            for fd in pass_fds:
-                os.set_inheritable(fd, True)
-            bounds = sorted(keep)
-            os.closerange(3, bounds[0] if bounds else 65536)
-            for lo, hi in zip(bounds, [*bounds[1:], 65536][:len(bounds)], strict=True):
-                os.closerange(lo + 1, hi)
-            os.execv(argv[0], argv)  # noqa: S606 - argv list from plan_argv, no shell
-        finally:
-            os._exit(71)
-    os.close(gate_r)
-    os.close(log)
-    os.close(null)
     try:
-        path = record(pid)
-    except BaseException:
-        os.close(gate_w)  # the child reads EOF and exits without exec
-        os.waitpid(pid, 0)
-        raise
-    os.write(gate_w, b"g")
-    os.close(gate_w)
-    return pid, path
+        with open(os.devnull, "rb") as null:
+            proc = _proc.spawn_recorded(argv, lambda pid: paths.append(record(pid)), pass_fds=list(pass_fds),
+                                        stdin=null, stdout=log, stderr=log, start_new_session=True)
+    finally:
+        os.close(log)
+    return proc.pid, paths[0]
 
 
 def ssh_banner(port: int, timeout: float = 3.0) -> str | None:

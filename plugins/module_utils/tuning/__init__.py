@@ -2,4 +2,6 @@
 """Host and NIC tuning: the NIC knob table (_nic_knobs), knob plans and snapshots
 (_plan_and_snapshots), the ethtool netlink reader and writer (_ethtool_netlink), IRQ discovery and
 pinning strategies (_irq_strategies) and host knobs (_host_knobs: governor, SMT, C-states, kernel
-command line). Imports only tuning and common."""
+command line).
+
+Imports from module_utils: common."""

@@ -118,6 +118,13 @@ def find_queue_irqs(ifname: str, sys_root: str = "/sys", proc_root: str = "/proc
     return out
 
 
+def irq_names(proc_root: str = "/proc") -> dict[int, str]:
+    """{irq: action name} of every numbered IRQ. /proc/interrupts is the host's whatever network
+    namespace the reader is in, unlike /sys/class/net; with the names a snapshot saved, IRQ affinity can
+    be restored from inside any namespace (an IRQ that now has another name is another device's)."""
+    return parse_interrupts(_read(os.path.join(proc_root, "interrupts")) or "")
+
+
 def numa_cpus(ifname: str, sys_root: str = "/sys") -> tuple[int | None, list[int] | None]:
     """(node, CPUs of the node) of the interface's device; (None, None) when unknown (-1 or absent)."""
     text = _read(os.path.join(sys_root, "class/net", ifname, "device/numa_node"))

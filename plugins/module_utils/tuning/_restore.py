@@ -197,18 +197,28 @@ def systemctl(runner: Runner, action: str, unit: str = "irqbalance") -> None:
 
 
 def restore_irq(runner: Runner, store: _tuning.SnapshotStore, key: str, ifname: str,
-                check_mode: bool = False) -> dict[str, Any]:
+                check_mode: bool = False, by_saved_names: bool = False) -> dict[str, Any]:
     """Write the saved affinity of the interface's queue IRQs back and start irqbalance again if it had
     been running. IRQs of the snapshot that are no longer the interface's (a driver reload renumbered
     them) are named in ``vanished_irqs``; with those, or with a read-back that differs (``differs``),
-    the snapshot is kept (``snapshot_kept``)."""
+    the snapshot is kept (``snapshot_kept``).
+
+    ``by_saved_names`` finds the IRQs without /sys/class/net, for an interface in another network
+    namespace than this process: an IRQ of the snapshot is still the interface's when /proc/interrupts
+    (the host's, from any namespace) still gives it the name the snapshot saved."""
     result: dict[str, Any] = {"changed": False, "interface": ifname, "snapshot_path": store.path(key),
                               "changes": {}, "irqbalance_stopped": False}
-    irqs = _irq.find_queue_irqs(ifname)
+    doc = store.load(key)
+    if by_saved_names:
+        saved_names = (doc or {}).get("state", {}).get("names") or {}
+        live = _irq.irq_names()
+        irqs = [{"irq": int(k), "name": name, "queue": None} for k, name in sorted(saved_names.items())
+                if live.get(int(k)) == name]
+    else:
+        irqs = _irq.find_queue_irqs(ifname)
     result["irqs"] = irqs
     current = {d["irq"]: _irq.read_affinity(d["irq"]) for d in irqs}
     irqbalance_running = bool(_irq.irqbalance_pids())
-    doc = store.load(key)
     saved = {int(k): _irq.parse_cpulist(v) for k, v in (doc["state"]["affinity"] if doc else {}).items()}
     desired = {k: v for k, v in saved.items() if k in current}
     result["vanished_irqs"] = sorted(k for k in saved if k not in current)
@@ -496,10 +506,12 @@ def restore_snapshot(runner: Runner, state_file: str, netns: str | None = None, 
             if res["mismatched"]:
                 return dict(out, reason=f"read back differs: {res['mismatched']}")
         elif kind == "irq":
-            if netns is not None:
-                return dict(out, reason=f"IRQ affinity of {subject} inside namespace {netns}: restore it there "
-                                        "with irq_affinity state=restored")
-            res = restore_irq(runner, store, key, subject, check_mode=check_mode)
+            by_names = netns is not None and netns != _tuning.current_netns()
+            if by_names and not doc.get("state", {}).get("names"):
+                return dict(out, reason=f"IRQ affinity of {subject} inside namespace {netns}: the snapshot has no "
+                                        "IRQ names to find them by from here; restore it there with irq_affinity "
+                                        "state=restored")
+            res = restore_irq(runner, store, key, subject, check_mode=check_mode, by_saved_names=by_names)
             if res.get("snapshot_kept"):
                 return dict(out, reason=f"vanished IRQs {res['vanished_irqs']}, read back differs for {res['differs']}")
         elif kind == "host":

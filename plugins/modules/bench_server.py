@@ -57,6 +57,8 @@ options:
     description: Seconds to wait after SIGINT before SIGKILL.
     type: float
     default: 5
+extends_documentation_fragment:
+  - xdplab.testbed.process_ledger
 attributes:
   check_mode:
     support: none
@@ -127,6 +129,7 @@ import traceback
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.xdplab.testbed.plugins.module_utils.common import _process_identity as _proc
+from ansible_collections.xdplab.testbed.plugins.module_utils.state import _ledger
 from ansible_collections.xdplab.testbed.plugins.module_utils.traffic._client_server_argv import (
     SERVER_TOOLS,
     parse_sink,
@@ -134,6 +137,7 @@ from ansible_collections.xdplab.testbed.plugins.module_utils.traffic._client_ser
 )
 from ansible_collections.xdplab.testbed.plugins.module_utils.traffic._dut_counters import cpu_shares, read_proc_stat
 from ansible_collections.xdplab.testbed.plugins.module_utils.traffic._xdpgen_trafgen_argv import GeneratorParamError
+from ansible_collections.xdplab.testbed.plugins.module_utils.tuning._plan_and_snapshots import current_netns
 
 READY = {"xsksink": " ready", "udpsink": " ready"}
 LOG_DIR = "/run/xdplab"
@@ -162,9 +166,25 @@ def start(module: AnsibleModule) -> None:
     os.makedirs(LOG_DIR, mode=0o755, exist_ok=True)
     log = os.path.join(LOG_DIR, f"bench-server-{p['tool']}-{os.getpid()}-{time.time_ns()}.log")
     out_fd = os.open(log, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
-    with os.fdopen(out_fd, "wb") as out, open(os.devnull, "rb") as devnull:
-        proc = subprocess.Popen(argv, stdin=devnull, stdout=out, stderr=subprocess.STDOUT,  # noqa: S603
-                                start_new_session=True, env=dict(os.environ, LC_ALL="C"))
+    entry_path: list[str] = []
+
+    def record(pid: int) -> None:  # the ledger entry, before the server runs
+        if p["ledger_dir"]:
+            entry_path.append(_ledger.record_process(p["ledger_dir"], pid, current_netns(), p["run_id"],
+                                                     tool=p["tool"], log=log))
+
+    def forget() -> None:
+        for path in entry_path:
+            if os.path.exists(path):
+                os.unlink(path)
+
+    try:
+        with os.fdopen(out_fd, "wb") as out, open(os.devnull, "rb") as devnull:
+            proc = _proc.spawn_recorded(argv, record, stdin=devnull, stdout=out, stderr=subprocess.STDOUT,
+                                        start_new_session=True, env=dict(os.environ, LC_ALL="C"))
+    except _ledger.LedgerError as exc:
+        cleanup(log)
+        module.fail_json(msg=f"{p['tool']} not started: {exc}")
     ident = _proc.identity(proc.pid)
     state = {"proc_stat": read_proc_stat(), "wall": time.time(), "identity": ident}
     fd = os.open(log + ".json", os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
@@ -179,6 +199,7 @@ def start(module: AnsibleModule) -> None:
             text = fh.read()
         if rc is not None:
             cleanup(log)
+            forget()
             tail = " / ".join(text.strip().splitlines()[-5:])
             module.fail_json(msg=f"{p['tool']} exited while starting (rc={rc}): {tail}", rc=rc, output=text,
                              argv=argv)
@@ -189,6 +210,7 @@ def start(module: AnsibleModule) -> None:
                 proc.kill()
                 proc.wait()
                 cleanup(log)
+                forget()
                 module.fail_json(msg=f"{p['tool']} did not get ready within {p['ready_timeout']} s", output=text,
                                  argv=argv)
             break
@@ -234,6 +256,8 @@ def stop(module: AnsibleModule) -> None:
     wall = time.time() - state["wall"]
     cpu = cpu_shares(state["proc_stat"], read_proc_stat(), os.cpu_count() or 1)
     cleanup(log)
+    if p["ledger_dir"]:
+        _ledger.forget(p["ledger_dir"], _ledger.check_entry("process", ident, current_netns()))
     if died:
         tail = " / ".join(text.strip().splitlines()[-5:])
         module.fail_json(msg=f"{tool} (pid {pid}) died during the run: {tail or 'no output'}", output=text, pid=pid)
@@ -262,6 +286,8 @@ def main() -> None:
             pid=dict(type="int"),
             log=dict(type="path"),
             stop_timeout=dict(type="float", default=5.0),
+            ledger_dir=dict(type="path", default="/var/lib/xdplab/ledger"),
+            run_id=dict(type="str"),
         ),
         required_if=[("state", "started", ("tool",)), ("state", "stopped", ("pid", "log"))],
         supports_check_mode=False,

@@ -13,8 +13,11 @@ version_added: 0.1.0
 description:
   - Keeps a ledger of the objects the collection creates on the host it runs on, one small JSON file per
     object under O(dir) - network namespaces, XDP attachments, tc clsact qdiscs, nftables tables, tuning
-    snapshots and QEMU processes. Roles record an object B(before) creating it, so an interrupted run
-    leaves ledger entries, never unrecorded state.
+    snapshots, QEMU processes and background processes (servers, pktgen), and what a run changed in a
+    namespace it found in place. Modules record an object B(before) creating or changing it, so an
+    interrupted run leaves ledger entries, never unrecorded state.
+  - A namespace found in place is never deleted; O(state=cleaned) deletes the interfaces the run made in
+    it and puts back the settings it changed (addresses, MTU, MAC, GRO, link state, sysctls).
   - O(state=cleaned) removes every object the ledger lists, if it still exists, in a safe order
     (processes, XDP, tc, nftables, then namespaces; objects inside a listed namespace go with it), then
     the entries. Only what the ledger names is touched.
@@ -42,17 +45,20 @@ options:
   kind:
     description: Kind of object, with O(state=recorded) or O(state=absent).
     type: str
-    choices: [netns, xdp, tc, nft, tuning, qemu]
+    choices: [netns, xdp, tc, nft, neigh, tuning, qemu, process]
   key:
     description:
       - What identifies the object. C(netns) C(name); C(xdp) and C(tc) C(interface); C(nft) C(family) and
-        C(table); C(tuning) C(state_file); C(qemu) C(pid) and C(cmdline_sha256) (sha256 of its
+        C(table); C(neigh) C(interface) and C(address) (the neighbour module's, with the entry found in
+        place as C(previous)); C(tuning) C(state_file); C(qemu) C(pid) and C(cmdline_sha256) (sha256 of its
         NUL-separated C(/proc/PID/cmdline), so a reused pid is never killed), optionally C(owner) and
-        C(owner_start) (pid and start time of the process running it; while it lives the entry is kept).
+        C(owner_start) (pid and start time of the process running it; while it lives the entry is kept);
+        C(process) C(pid), C(start) and C(boot_id) (a background process of C(bench_server) or C(pktgen),
+        stopped only while that pid still has that start time in that boot).
     type: dict
   netns:
     description:
-      - Namespace the object lives in (C(xdp), C(tc), C(nft)). Default the named namespace the module runs
+      - Namespace the object lives in (C(xdp), C(tc), C(nft), C(neigh)). Default the named namespace the module runs
         in (with the C(xdplab.testbed.netns) connection), or none for the initial namespace.
     type: str
   run_id:
@@ -64,7 +70,7 @@ options:
         virtual test bed's namespaces for a later run); what lives inside a kept namespace is still undone.
     type: list
     elements: str
-    choices: [netns, xdp, tc, nft, tuning, qemu]
+    choices: [netns, xdp, tc, nft, neigh, tuning, qemu, process]
     default: []
 attributes:
   check_mode:
@@ -139,21 +145,30 @@ import signal
 import traceback
 
 from ansible.module_utils.basic import AnsibleModule
+from ansible_collections.xdplab.testbed.plugins.module_utils.common import _netns_switch
 from ansible_collections.xdplab.testbed.plugins.module_utils.common import _process_identity as _proc
 from ansible_collections.xdplab.testbed.plugins.module_utils.state._ledger import (
+    KINDS,
     LedgerError,
     check_entry,
     entries,
     entry_id,
     owner_alive,
     record,
+    restorable_neighbour,
     scan,
     set_aside,
     teardown_plan,
 )
 from ansible_collections.xdplab.testbed.plugins.module_utils.tuning import _restore
+from ansible_collections.xdplab.testbed.plugins.module_utils.tuning._ethtool_netlink import EthtoolNetlink
 from ansible_collections.xdplab.testbed.plugins.module_utils.tuning._plan_and_snapshots import current_netns_name
 from ansible_collections.xdplab.testbed.plugins.module_utils.xdp._program_objects import MODES as XDP_MODES
+
+# Where bench_server keeps its servers' logs, and pktgen's control files: the only places a process
+# entry's undo removes or writes anything.
+SERVER_LOG_DIR = "/run/xdplab"
+PKTGEN_DIR = "/proc/net/pktgen"
 
 
 def describe(entry: dict) -> str:
@@ -189,8 +204,15 @@ class Cleaner:
     def remove(self, entry: dict) -> str | None:
         """Undo one entry; a reason when what is there now is not ours and was left alone."""
         kind, key, netns = entry["kind"], entry["key"], entry.get("netns")
-        if netns and kind in ("xdp", "tc", "nft") and not self.netns_exists(netns):
+        if netns and kind in ("xdp", "tc", "nft", "neigh") and not self.netns_exists(netns):
             return None  # its namespace, and the object with it, is already gone
+        if kind == "netns" and entry.get("found"):
+            if not self.netns_exists(key["name"]):
+                return None  # gone, and what we changed in it with it
+            if entry.get("inode") not in (None, self.netns_inode(key["name"])):
+                return f"namespace {key['name']} is not the one found in place (other inode): left alone"
+            self.undo_found(key["name"], entry.get("undo_found") or {})
+            return None
         if kind == "netns":
             if self.netns_exists(key["name"]) and entry.get("inode") not in (None, self.netns_inode(key["name"])):
                 # Ours went away and another namespace took the name: not ours to delete.
@@ -233,8 +255,21 @@ class Cleaner:
             nft = self.module.get_bin_path("nft", required=True)
             self._run(self._in_netns(netns, [nft, "delete", "table", key["family"], key["table"]]),
                       ("No such file",))
+        elif kind == "neigh":
+            # the neighbour module's entry: the entry found in place, if it was set by hand, comes back;
+            # else ours goes (a learned one is learned again)
+            ip = [self.ip, *(["-n", netns] if netns else []), "neigh"]
+            previous = restorable_neighbour(entry.get("previous"))
+            if previous:
+                self._run([*ip, "replace", key["address"], "lladdr", previous["lladdr"], "nud", previous["state"],
+                           "dev", key["interface"]], ())
+            else:
+                self._run([*ip, "del", key["address"], "dev", key["interface"]],
+                          ("Cannot find device", "No such file", "does not exist"))
         elif kind == "tuning":
             self.restore_tuning(entry)
+        elif kind == "process":
+            self.stop_process(entry)
         elif kind == "qemu":
             pid = int(key["pid"])
             ident = ({"pid": pid, "start": key["start"], "boot_id": key["boot_id"]} if "start" in key
@@ -248,6 +283,70 @@ class Cleaner:
                 return
             if hashlib.sha256(cmdline).hexdigest() == key.get("cmdline_sha256"):
                 _proc.send(ident, signal.SIGKILL)
+
+    def undo_found(self, ns: str, undo: dict) -> None:
+        """Put a namespace found in place back as it was (netns_topology recorded each change before it
+        made it): the interfaces made in it go, the settings changed on its own interfaces come back, its
+        sysctls are written back. The namespace and its processes stay."""
+        ip = [self.ip, "-n", ns]
+        gone = ("Cannot find device", "does not exist")
+        for ifname in undo.get("links_created", []):
+            self._run([*ip, "link", "del", "dev", ifname], gone)
+        # pyroute2 only for namespaces found in place
+        from pyroute2 import IPRoute  # pylint: disable=import-outside-toplevel
+        with IPRoute(netns=ns) as ipr:  # only to ask which interfaces are there: no change through it
+            present = {msg.get("ifname") for msg in ipr.link("dump")}
+        for ifname, was in sorted((undo.get("links") or {}).items()):
+            if ifname not in present:
+                continue  # went away with its peer or its driver: nothing of ours left on it
+            for cidr in was.get("addresses_added", []):
+                self._run([*ip, "addr", "del", cidr, "dev", ifname], ("Cannot assign",))
+            for cidr in was.get("addresses_removed", []):
+                self._run([*ip, "addr", "add", cidr, "dev", ifname], ("File exists",))
+            if was.get("mtu") is not None:
+                self._run([*ip, "link", "set", "dev", ifname, "mtu", str(was["mtu"])], ())
+            if was.get("mac"):
+                self._run([*ip, "link", "set", "dev", ifname, "address", was["mac"]], ())
+            if was.get("gro") is not None:
+                with EthtoolNetlink(netns=ns) as eth:
+                    eth.set_features(ifname, {"rx-gro": bool(was["gro"])})
+            if was.get("up") is False:
+                self._run([*ip, "link", "set", "dev", ifname, "down"], ())
+        sysctl = self.module.get_bin_path("sysctl", required=bool(undo.get("sysctls")))
+        for name, value in sorted((undo.get("sysctls") or {}).items()):
+            if value is not None:
+                self._run([self.ip, "netns", "exec", ns, sysctl, "-q", "-w", f"{name}={value}"], ())
+        if undo.get("lo_was_down"):
+            self._run([*ip, "link", "set", "dev", "lo", "down"], ())
+
+    def stop_process(self, entry: dict) -> None:
+        """A background process of ours (bench_server, pktgen's starter): stopped only while its pid still
+        has the recorded start time and boot id; then what it leaves: its log, pktgen's devices."""
+        key = entry["key"]
+        _proc.stop({"pid": key["pid"], "start": key["start"], "boot_id": key["boot_id"]}, signal.SIGTERM,
+                   timeout=5.0)
+        log = entry.get("log")
+        if isinstance(log, str) and os.path.dirname(log) == SERVER_LOG_DIR \
+                and os.path.basename(log).startswith("bench-server-"):
+            for path in (log, log + ".json"):
+                if os.path.lexists(path):
+                    os.unlink(path)  # unlink never follows a symlink
+        pktgen = entry.get("pktgen")
+        if pktgen is not None:
+            if pktgen != PKTGEN_DIR:
+                raise RuntimeError(f"pktgen directory {pktgen!r} is not {PKTGEN_DIR}: not reset")
+
+            def reset() -> None:
+                if os.path.exists(os.path.join(PKTGEN_DIR, "pgctrl")):
+                    with open(os.path.join(PKTGEN_DIR, "pgctrl"), "w", encoding="ascii") as fh:
+                        fh.write("reset\n")
+            netns = entry.get("netns")
+            if netns and netns != current_netns_name():
+                if not self.netns_exists(netns):
+                    return  # its namespace, and pktgen's devices in it, are gone
+                _netns_switch.call_in_netns(netns, reset)
+            else:
+                reset()
 
     def restore_tuning(self, entry: dict) -> None:
         """Restore a tuning snapshot (raises naming what could not be undone; the snapshot stays)."""
@@ -298,12 +397,12 @@ def main() -> None:
         argument_spec=dict(
             state=dict(type="str", choices=["recorded", "absent", "cleaned", "listed"], default="recorded"),
             dir=dict(type="path", default="/var/lib/xdplab/ledger"),
-            kind=dict(type="str", choices=["netns", "xdp", "tc", "nft", "tuning", "qemu"]),
+            kind=dict(type="str", choices=list(KINDS)),
             key=dict(type="dict", no_log=False),
             netns=dict(type="str"),
             run_id=dict(type="str"),
             keep=dict(type="list", elements="str", default=[],
-                      choices=["netns", "xdp", "tc", "nft", "tuning", "qemu"]),
+                      choices=list(KINDS)),
         ),
         required_if=[("state", "recorded", ("kind", "key")), ("state", "absent", ("kind", "key"))],
         supports_check_mode=True,

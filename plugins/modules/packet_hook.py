@@ -74,18 +74,35 @@ options:
     description: With O(type=nft), the name of the counter of dropped packets.
     type: str
     default: xdplab_dropped
+  flow:
+    description:
+      - With O(type=nft), drop (and count) only this flow's packets; the others pass. Unset drops everything
+        arriving on O(interface).
+    type: dict
+    suboptions:
+      src:
+        description: Source IP address.
+        type: str
+      dst:
+        description: Destination IP address.
+        type: str
+      proto:
+        description: Transport protocol; needed with a port.
+        type: str
+        choices: [udp, tcp]
+      sport:
+        description: Source port.
+        type: int
+      dport:
+        description: Destination port.
+        type: int
   hook:
     description: With O(type=nft), V(prerouting) (family inet, priority raw) or V(ingress) (family netdev).
     type: str
     choices: [prerouting, ingress]
     default: prerouting
-  ledger_dir:
-    description: The state ledger directory.
-    type: path
-    default: /var/lib/xdplab/ledger
-  run_id:
-    description: Run id written into the ledger entry.
-    type: str
+extends_documentation_fragment:
+  - xdplab.testbed.object_ledger
 """
 
 EXAMPLES = r"""
@@ -101,6 +118,14 @@ EXAMPLES = r"""
     interface: veth0
     hook: prerouting
 
+- name: Drop one UDP flow with nftables at the netdev ingress hook
+  xdplab.testbed.packet_hook:
+    type: nft
+    interface: veth0
+    hook: ingress
+    table: xdplab_scenarios
+    counter: dropped
+    flow: {src: 198.18.0.1, dst: 198.18.0.2, proto: udp, sport: 9, dport: 9}
 - name: Take the tc hook away again
   xdplab.testbed.packet_hook:
     type: tc
@@ -250,8 +275,9 @@ class Hook:
         return {(t["table"]["family"], t["table"]["name"]) for t in data.get("nftables", []) if "table" in t}
 
     def nft_present(self) -> dict:
+        flow = {k: v for k, v in (self.p["flow"] or {}).items() if v is not None}
         self.family, ruleset = _hooks.nft_ruleset(self.p["table"], self.p["counter"], self.p["hook"],
-                                                  self.p["interface"])
+                                                  self.p["interface"], flow)
         exists = (self.family, self.p["table"]) in self.nft_tables()
         if exists and self.recorded() is None:
             raise _hooks.HookError(f"nftables table {self.family} {self.p['table']} exists and this collection did "
@@ -293,6 +319,9 @@ def main() -> None:
             table=dict(type="str", default="xdplab_bench"),
             counter=dict(type="str", default="xdplab_dropped"),
             hook=dict(type="str", choices=["prerouting", "ingress"], default="prerouting"),
+            flow=dict(type="dict", options=dict(
+                src=dict(type="str"), dst=dict(type="str"), proto=dict(type="str", choices=["udp", "tcp"]),
+                sport=dict(type="int"), dport=dict(type="int"))),
             ledger_dir=dict(type="path", default="/var/lib/xdplab/ledger"),
             run_id=dict(type="str"),
         ),

@@ -17,7 +17,8 @@ description:
     ranges, C(flows)/C(flowlen), C(queue_map), flags), checks the C(Result:) line after every command,
     starts it with C(pgctrl start) and returns the per-device results parsed from the device files.
   - V(state=run) runs to the end (O(count) packets per device, or O(duration) seconds then C(stop)).
-    V(state=started) starts in the background and returns at once; V(state=stopped) stops whatever
+    V(state=started) starts in the background and returns once pktgen lists every device as running
+    (within O(timeout)); V(state=stopped) stops whatever
     runs, returns the results of the configured devices and resets pktgen.
   - A command the kernel refuses (for example C(burst 8) or C(clone_skb) on veth, which lacks
     IFF_TX_SKB_SHARING) fails the task with the command and the kernel's reason; pktgen is reset so
@@ -50,7 +51,9 @@ options:
     description: Seconds to run, then C(pgctrl stop). With O(count) the run ends at whichever comes first.
     type: float
   timeout:
-    description: Seconds a O(count) run may take before it is stopped and the task fails.
+    description:
+      - Seconds a O(count) run may take before it is stopped and the task fails; with O(state=started),
+        seconds to wait for pktgen to list the devices as running.
     type: float
     default: 300
   pkt_size:
@@ -123,6 +126,8 @@ options:
     description: The pktgen control directory (a fake tree in tests).
     type: path
     default: /proc/net/pktgen
+extends_documentation_fragment:
+  - xdplab.testbed.process_ledger
 attributes:
   check_mode:
     support: full
@@ -224,6 +229,7 @@ import os
 import traceback
 
 from ansible.module_utils.basic import AnsibleModule
+from ansible_collections.xdplab.testbed.plugins.module_utils.state import _ledger
 from ansible_collections.xdplab.testbed.plugins.module_utils.traffic._pktgen_proc import (
     Pktgen,
     PktgenError,
@@ -233,6 +239,7 @@ from ansible_collections.xdplab.testbed.plugins.module_utils.traffic._pktgen_pro
     cpu_times,
     device_names,
 )
+from ansible_collections.xdplab.testbed.plugins.module_utils.tuning._plan_and_snapshots import current_netns
 
 _SPEC_KEYS = ("interface", "threads", "count", "duration", "pkt_size", "burst", "clone_skb", "delay", "dst",
               "dst_max", "src", "src_max", "dst_mac", "udp_src_min", "udp_src_max", "udp_dst_min",
@@ -244,6 +251,16 @@ def _stat() -> dict[str, int]:
         return cpu_times(fh.read())
 
 
+def forget_started(ledger_dir: str | None, proc_dir: str) -> None:
+    """Drop the ledger entries of pktgen starters in this namespace: pktgen is stopped and reset."""
+    if not ledger_dir or not os.path.isdir(ledger_dir):
+        return
+    here = current_netns()
+    for path, entry in _ledger.entries(ledger_dir):
+        if entry["kind"] == "process" and entry.get("pktgen") == proc_dir and entry.get("netns") == here:
+            os.unlink(path)
+
+
 def run(module: AnsibleModule) -> dict:
     p = module.params
     pg = Pktgen(p["proc_dir"])
@@ -253,12 +270,14 @@ def run(module: AnsibleModule) -> dict:
         if module.check_mode:
             return {"changed": bool(devices), "commands": ["pgctrl: stop", "pgctrl: reset"]}
         if not devices:
+            forget_started(p["ledger_dir"], p["proc_dir"])
             return {"changed": False, "commands": [], "msg": "pktgen has no device configured"}
         pg.pgset("pgctrl", "stop")
         try:
             out = pg.results(devices)
         finally:
             pg.reset()
+            forget_started(p["ledger_dir"], p["proc_dir"])
         out.update(changed=True, commands=pg.log)
         return out
 
@@ -273,7 +292,12 @@ def run(module: AnsibleModule) -> dict:
     try:
         pg.configure(spec)
         if p["state"] == "started":
-            return {"changed": True, "pid": pg.start_background(), "commands": pg.log}
+            def record(pid: int) -> None:  # the ledger entry, before the starter writes 'start'
+                if p["ledger_dir"]:
+                    _ledger.record_process(p["ledger_dir"], pid, current_netns(), p["run_id"], tool="pktgen",
+                                           pktgen=p["proc_dir"])
+            pid = pg.start_background(record, [dev for _dummy, dev in device_names(spec)], p["timeout"])
+            return {"changed": True, "pid": pid, "commands": pg.log}
         before = _stat()
         pg.start_blocking(spec["duration"], p["timeout"])
         cpu = cpu_share(before, _stat())
@@ -319,6 +343,8 @@ def main() -> None:
             queue_map_cpu=dict(type="bool", default=False),
             flags=dict(type="list", elements="str", default=[]),
             proc_dir=dict(type="path", default="/proc/net/pktgen"),
+            ledger_dir=dict(type="path", default="/var/lib/xdplab/ledger"),
+            run_id=dict(type="str"),
         ),
         required_if=[("state", "run", ("interface",)), ("state", "started", ("interface",))],
         required_by={"dst_max": "dst", "src_max": "src", "udp_src_max": "udp_src_min",

@@ -10,6 +10,7 @@ that runner is what executes it. The module is run as Ansible runs it (args file
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import time
@@ -116,20 +117,47 @@ def test_missing_interface_and_thread(tmp_path):
     assert res.get("failed") and "thread(s) [63] do not exist" in res["msg"], res
 
 
+def ledger_entries(ledger: Path) -> list[dict]:
+    return [json.loads(p.read_text()) for p in sorted(ledger.glob("*.json"))] if ledger.is_dir() else []
+
+
 def test_started_then_stopped(dummy, tmp_path):
-    res = run_module({"state": "started", "interface": dummy, "duration": 600, "pkt_size": 64}, tmp_path)
+    ledger = tmp_path / "ledger"
+    res = run_module({"state": "started", "interface": dummy, "duration": 600, "pkt_size": 64,
+                      "ledger_dir": str(ledger)}, tmp_path)
     assert not res.get("failed"), res
+    # recorded before it wrote 'start': the starter's identity, and that pktgen needs a reset
+    [entry] = ledger_entries(ledger)
+    assert entry["kind"] == "process" and entry["key"]["pid"] == res["pid"], entry
+    assert entry["pktgen"] == str(PG) and entry["tool"] == "pktgen", entry
     time.sleep(0.5)
     assert dummy in configured_devices()
     running = [ln for p in PG.glob("kpktgend_*") for ln in p.read_text().splitlines() if ln.startswith("Running:")]
     assert any(dummy in ln for ln in running), running
-    res = run_module({"state": "stopped"}, tmp_path)
+    res = run_module({"state": "stopped", "ledger_dir": str(ledger)}, tmp_path)
     assert not res.get("failed"), res
     assert res["changed"] is True and res["packets"] > 0
     assert configured_devices() == []
+    assert ledger_entries(ledger) == []
     # nothing left to stop: not changed
     res = run_module({"state": "stopped"}, tmp_path)
     assert res["changed"] is False and not res.get("failed"), res
+
+
+def test_a_run_killed_after_start_is_undone_by_the_ledger(dummy, tmp_path):
+    # The play died after pktgen started: nothing calls state=stopped. `ledger state=cleaned` stops the
+    # starter (its identity checked) and resets pktgen, and the entry goes.
+    ledger = tmp_path / "ledger"
+    res = run_module({"state": "started", "interface": dummy, "duration": 600, "pkt_size": 64,
+                      "ledger_dir": str(ledger)}, tmp_path)
+    assert not res.get("failed"), res
+    time.sleep(0.5)
+    assert dummy in configured_devices()
+    out = run_module_file(ROOT / "plugins" / "modules" / "ledger.py", {"state": "cleaned", "dir": str(ledger)})
+    assert not out.get("failed"), out
+    assert configured_devices() == []
+    assert not Path(f"/proc/{res['pid']}").exists() or "Z" in Path(f"/proc/{res['pid']}/stat").read_text().split()[2]
+    assert ledger_entries(ledger) == []
 
 
 def test_check_mode_configures_nothing(dummy, tmp_path):

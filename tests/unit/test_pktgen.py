@@ -6,6 +6,8 @@ duration runs stopped by 'stop', results parsed from real captured device files.
 
 from __future__ import annotations
 
+import os
+import signal
 import threading
 from pathlib import Path
 
@@ -266,3 +268,73 @@ def test_module_bad_input_fails_naming_it(tmp_path, args, needle):
 def test_module_without_pktgen_says_so(tmp_path):
     res = run_module({"proc_dir": str(tmp_path / "none"), "interface": "dummy0", "count": 1})
     assert res.get("failed") and "this kernel has no pktgen" in res["msg"], res
+
+
+# ---------------------------------------------------------------- state=started: returns once running
+
+
+class RunningAfter(FakePktgen):
+    """Lists the devices as 'Running:' once ``after`` reads of a thread file have passed (a slow CPU)."""
+
+    def __init__(self, root: Path, after: int | None) -> None:
+        super().__init__(root)
+        self.after, self.reads = after, 0
+
+    def read(self, path: str) -> str:
+        if Path(path).name.startswith("kpktgend_"):
+            self.reads += 1
+            if self.after is not None and self.reads > self.after:
+                return "Running: " + " ".join(self.devices) + " \nStopped: \nResult: OK\n"
+        return super().read(path)
+
+
+def blocking_pgctrl(root: Path) -> None:
+    """pgctrl as a FIFO nobody reads: the background starter's write blocks like pktgen's 'start'."""
+    (root / "pgctrl").unlink()
+    os.mkfifo(root / "pgctrl")
+
+
+def test_started_returns_only_once_the_devices_run(tmp_path):
+    fake = RunningAfter(tmp_path / "pg", after=6)
+    blocking_pgctrl(tmp_path / "pg")
+    pg = Pktgen(str(tmp_path / "pg"), fake)
+    pg.configure(spec(count=0, duration=60))
+    seen = []
+    pid = pg.start_background(seen.append, ["dummy0"], timeout=10)
+    try:
+        assert seen == [pid] and fake.reads > 6  # recorded first, then polled until running
+        assert Path(f"/proc/{pid}").exists()
+    finally:
+        os.kill(pid, signal.SIGKILL)
+        os.waitpid(pid, 0)
+
+
+def test_started_that_never_runs_is_stopped_and_fails(tmp_path):
+    fake = RunningAfter(tmp_path / "pg", after=None)
+    blocking_pgctrl(tmp_path / "pg")
+    pg = Pktgen(str(tmp_path / "pg"), fake)
+    pg.configure(spec(count=0, duration=60))
+    seen = []
+    with pytest.raises(PktgenError, match=r"did not list dummy0 as running within 0.3 s"):
+        pg.start_background(seen.append, ["dummy0"], timeout=0.3)
+    assert fake.writes[-1] == ("pgctrl", "stop")
+    os.kill(seen[0], signal.SIGKILL)
+    os.waitpid(seen[0], 0)
+
+
+def test_started_whose_starter_fails_says_so(tmp_path):
+    fake = RunningAfter(tmp_path / "pg", after=None)
+    (tmp_path / "pg" / "pgctrl").unlink()
+    (tmp_path / "pg" / "pgctrl").mkdir()  # the starter's open() fails
+    pg = Pktgen(str(tmp_path / "pg"), fake)
+    pg.configure(spec(count=0, duration=60))
+    with pytest.raises(PktgenError, match=r"background start exited with status 1 before dummy0 ran"):
+        pg.start_background(None, ["dummy0"], timeout=10)
+
+
+def test_started_short_count_that_already_finished_is_fine(tmp_path):
+    fake = RunningAfter(tmp_path / "pg", after=None)  # never seen running: it was done before the first read
+    pg = Pktgen(str(tmp_path / "pg"), fake)
+    pg.configure(spec(count=10))
+    pid = pg.start_background(None, ["dummy0"], timeout=10)
+    assert (tmp_path / "pg" / "pgctrl").read_text().startswith("start\n") and pid > 0

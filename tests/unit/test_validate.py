@@ -8,6 +8,7 @@ names and QEMU option strings."""
 from __future__ import annotations
 
 import os
+import re
 
 import pytest
 from ansible.errors import AnsibleFilterError
@@ -201,11 +202,57 @@ def test_nft_ruleset_renders_a_plain_name_and_refuses_a_bad_table():
         nft_ruleset("xdplab_bench", "xdplab_dropped", "output; flush ruleset", "eth0")
 
 
-def test_scenarios_nft_ruleset_checks_its_values():
-    with open(os.path.join(ROOT, "roles/scenarios/tasks/point_xdp_flow.yml"), encoding="utf-8") as fh:
-        text = fh.read()
-    for var in ("scenarios_dut_interface", "scenarios_src_ip", "scenarios_dst_ip"):
-        assert f"{var} | xdplab.testbed.valid_name(" in text
+def test_scenario_hooks_go_through_packet_hook_never_raw_tc_or_nft():
+    """The reference scenarios make their tc and nftables hooks with packet_hook (ledgered, checked
+    values, only what it made removed), never with a raw tc or nft command."""
+    import yaml
+
+    tasks_dir = os.path.join(ROOT, "roles/scenarios/tasks")
+    raw = []
+
+    def walk(tasks, name):
+        for task in tasks or []:
+            for key in ("block", "rescue", "always"):
+                walk(task.get(key), name)
+            cmd = task.get("ansible.builtin.command") or task.get("command") or {}
+            argv = cmd.get("argv") if isinstance(cmd, dict) else str(cmd).split()
+            if argv and str(argv[0]) in ("tc", "nft"):
+                raw.append((name, task.get("name")))
+    for fname in sorted(os.listdir(tasks_dir)):
+        with open(os.path.join(tasks_dir, fname), encoding="utf-8") as fh:
+            walk(yaml.safe_load(fh), fname)
+    assert raw == []
+    with open(os.path.join(tasks_dir, "point_xdp_flow.yml"), encoding="utf-8") as fh:
+        assert fh.read().count("xdplab.testbed.packet_hook:") == 3
+
+
+def test_nft_flow_match_renders_checked_values_only():
+    flow = {"src": "198.18.0.1", "dst": "198.18.0.2", "proto": "udp", "sport": 9, "dport": 9}
+    family, text = nft_ruleset("xdplab_scenarios", "dropped", "ingress", "eth0", flow)
+    assert family == "netdev"
+    assert ('    ip saddr 198.18.0.1 ip daddr 198.18.0.2 udp sport 9 udp dport 9 counter name "dropped" drop\n'
+            in text)
+    _dummy, text6 = nft_ruleset("t", "c", "prerouting", "eth0", {"src": "2001:db8::1", "proto": "tcp"})
+    assert 'iifname "eth0" ip6 saddr 2001:db8::1 meta l4proto tcp counter name "c" drop' in text6
+    # no flow: everything arriving is dropped, as before
+    assert 'iifname "eth0" counter name "c" drop' in nft_ruleset("t", "c", "prerouting", "eth0")[1]
+
+
+@pytest.mark.parametrize("flow, words", [
+    ({"src": "198.18.0.1; flush ruleset"}, "is not an IP address"),
+    ({"dst": "1.2.3.4 drop"}, "is not an IP address"),
+    ({"src": "198.18.0.1", "dst": "2001:db8::2"}, "different IP families"),
+    ({"sport": 9}, "need proto"),
+    ({"proto": "icmp"}, "proto must be one of"),
+    ({"proto": "udp; drop", "dport": 9}, "proto must be one of"),
+    ({"proto": "udp", "dport": 70000}, "port number 0..65535"),
+    ({"proto": "udp", "dport": "9 drop"}, "port number 0..65535"),
+    ({"proto": "udp", "dport": True}, "port number 0..65535"),
+    ({"src": "198.18.0.1", "vlan": 5}, "unknown keys ['vlan']"),
+])
+def test_nft_flow_match_refuses_what_could_leave_its_place(flow, words):
+    with pytest.raises((HookError, _validate.ValidationError), match=re.escape(words)):
+        nft_ruleset("t", "c", "ingress", "eth0", flow)
 
 
 @pytest.mark.parametrize("nft", [{"table": "a b"}, {"table": "t;x"}, {"family": "inet;"}, {"counter": "-c"}])
@@ -225,7 +272,7 @@ def test_qemu_commas_in_paths_are_escaped(tmp_path):
     rundir = tmp_path / "run,readonly=off,x=y"
     rundir.mkdir()
     spec = _qemu.GuestSpec(kernel=_bzimage(tmp_path / "bz"), command="true", rundir=str(rundir))
-    argv = _qemu.qemu_argv(spec, "/init", str(rundir / "console.log"))
+    argv = _qemu.qemu_argv(spec, str(rundir / "console.log"))
     fsdev = [a for a in argv if a.startswith("local,")]
     assert any("run,,readonly=off,,x=y/out," in a for a in fsdev)
     assert all(",readonly=off," not in a.replace(",,", "") for a in fsdev)

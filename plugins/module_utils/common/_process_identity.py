@@ -19,7 +19,10 @@ from __future__ import annotations
 import os
 import re
 import signal
+import subprocess
+import sys
 import time
+from collections.abc import Callable
 from typing import Any
 
 _BOOT_ID_RE = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\Z")
@@ -137,3 +140,50 @@ def stop(ident: dict[str, Any], first: int = signal.SIGTERM, timeout: float = 5.
             time.sleep(0.02)
         return "killed"
     return "stopped"
+
+
+# The gate a recorded child waits in: it holds the pid (and so the start time) the program will have,
+# and runs nothing of the program until the parent says "g" on the pipe; end of file (the parent died
+# or failed to record it) makes it exit without running the program.
+_GATE = (
+    "import os, sys\n"
+    "fd = int(sys.argv[1])\n"
+    "go = os.read(fd, 1) == b'g'\n"
+    "os.close(fd)\n"
+    "if not go:\n"
+    "    os._exit(125)\n"
+    "os.execvp(sys.argv[2], sys.argv[2:])\n"
+)
+GATE_REFUSED_RC = 125
+
+
+def spawn_recorded(argv: list[str], record: Callable[[int], Any], **popen_kwargs: Any) -> subprocess.Popen:
+    """Start argv so that ``record(pid)`` runs after the pid exists and before the program does.
+
+    The state ledger records a process (pid + start time + boot id) *before* it acts: the child
+    starts as a small gate that exec()s argv only once ``record`` has returned, keeping its pid and
+    start time through the exec, so the entry names the very process. When ``record`` raises, the gate
+    is told nothing, exits without running argv, is reaped, and the error propagates. Popen's own
+    options (stdout, pass_fds, start_new_session, env, ...) pass through to the program."""
+    if "preexec_fn" in popen_kwargs:
+        raise ValueError("spawn_recorded: preexec_fn would run before the gate, not the program")
+    extra_fds = tuple(popen_kwargs.pop("pass_fds", ()))
+    rfd, wfd = os.pipe()
+    try:
+        try:
+            proc = subprocess.Popen([sys.executable, "-c", _GATE, str(rfd), *argv],  # noqa: S603 - argv list
+                                    pass_fds=(rfd, *extra_fds), **popen_kwargs)
+        finally:
+            os.close(rfd)
+        try:
+            record(proc.pid)
+        except BaseException:
+            os.close(wfd)
+            wfd = -1
+            proc.wait()
+            raise
+        os.write(wfd, b"g")
+    finally:
+        if wfd >= 0:
+            os.close(wfd)
+    return proc

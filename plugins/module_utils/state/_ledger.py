@@ -41,15 +41,17 @@ from ansible_collections.xdplab.testbed.plugins.module_utils.common._atomic_file
 
 DEFAULT_DIR = "/var/lib/xdplab/ledger"
 DEFAULT_LOCK = "/run/xdplab/run.lock"
-KINDS = ("netns", "xdp", "tc", "nft", "tuning", "qemu")
+KINDS = ("netns", "xdp", "tc", "nft", "neigh", "tuning", "qemu", "process")
 # What each kind's key must hold.
 KEY_FIELDS = {
     "netns": ("name",),
     "xdp": ("interface",),
     "tc": ("interface",),
     "nft": ("family", "table"),
+    "neigh": ("interface", "address"),
     "tuning": ("state_file",),
     "qemu": ("pid",),
+    "process": ("pid", "start", "boot_id"),
 }
 
 
@@ -101,6 +103,9 @@ def check_entry(kind: str, key: dict, netns: str | None = None) -> dict:
             _checked(_validate.nft_family, value, f"ledger {kind}")
         elif field == "table" and kind == "nft":
             _checked(_validate.nft_name, value, "table", f"ledger {kind}")
+        elif field == "address" and kind == "neigh":
+            if _checked(_validate.ip_address, value, f"ledger {kind} address") != value:
+                raise LedgerError(f"ledger {kind} address must be written canonically, got {value!r}")
         else:
             _checked(_validate.ledger_name, value, field, f"ledger {kind}")
     if netns is not None:
@@ -235,7 +240,7 @@ def set_aside(path: str) -> str:
 
 # Removal order: processes first, then what lives on interfaces, then tuning, then namespaces
 # (deleting a namespace removes its interfaces, and with them their XDP programs and qdiscs).
-ORDER = {"qemu": 0, "xdp": 1, "tc": 2, "nft": 3, "tuning": 4, "netns": 5}
+ORDER = {"qemu": 0, "process": 0, "xdp": 1, "tc": 2, "nft": 3, "neigh": 3, "tuning": 4, "netns": 5}
 
 
 def teardown_plan(items: list[tuple[str, dict]], keep: Iterable[str] = (),
@@ -244,7 +249,9 @@ def teardown_plan(items: list[tuple[str, dict]], keep: Iterable[str] = (),
     namespace that is itself listed go last: deleting the namespace took them (and a tuning snapshot
     of a port in it is then dropped, not restored). With ``keep`` holding "netns", namespaces stay and
     what is inside them is undone in its own turn."""
-    doomed = set() if "netns" in keep else {e["key"]["name"] for _dummy, e in items if e["kind"] == "netns"}
+    # A namespace found in place (``found``) is put back, not deleted: what is inside it is undone too.
+    created = {e["key"]["name"] for _dummy, e in items if e["kind"] == "netns" and not e.get("found")}
+    doomed = set() if "netns" in keep else created
     inside = ("xdp", "tc", "nft", "tuning")
     plan = [(p, e) for p, e in items if not (e.get("netns") in doomed and e["kind"] in inside)]
     skipped = [(p, e) for p, e in items if (p, e) not in plan]
@@ -314,6 +321,23 @@ def qemu_entry(pid: int, argv: list[str], owner: int | None = None, proc: str = 
     if start is not None:
         key["owner_start"] = start
     return check_entry("qemu", key)
+
+
+def process_entry(pid: int, netns: str | None = None, proc: str = "/proc") -> dict:
+    """The ledger entry of a background process of ours (bench_server's servers, pktgen's starter):
+    its identity, pid + start time + boot id, so that teardown signals it only while it is still that
+    process. Record it through _proc.spawn_recorded, before the program runs."""
+    ident = _proc.identity(pid, proc)
+    if ident is None:
+        raise LedgerError(f"process {pid} is gone before it could be recorded")
+    return check_entry("process", ident, netns)
+
+
+def record_process(directory: str, pid: int, netns: str | None, run_id: str | None, **undo: Any) -> str:
+    """Record a process just spawned (see process_entry); ``undo`` says what else stopping it needs
+    (``tool``, its ``log`` file, ``pktgen`` proc dir to reset). Returns the entry file."""
+    path, _created = record(directory, process_entry(pid, netns), run_id, **undo)
+    return path
 
 
 def read_lock(path: str) -> Holder | None:
@@ -422,3 +446,43 @@ def release(path: str, pid: int, host: str | None = None) -> bool:
             return False
         os.unlink(path)
     return True
+
+
+# --- neighbour entries (the neighbour module's undo) -------------------------------------------------
+# NUD states by name (include/uapi/linux/neighbour.h).
+NUD = {"incomplete": 0x01, "reachable": 0x02, "stale": 0x04, "delay": 0x08, "probe": 0x10, "failed": 0x20,
+       "noarp": 0x40, "permanent": 0x80, "none": 0x00}
+# States a user (or a tool) sets and that do not come back by themselves: put back exactly. A learned
+# entry (reachable, stale, ...) is learned again once ours is gone.
+NUD_SET_BY_HAND = ("permanent", "noarp")
+LLADDR_RE = re.compile(r"^[0-9a-f]{2}(:[0-9a-f]{2}){5}$")
+
+
+def nud_name(value: int) -> str:
+    """The name of a NUD state bit set (the most lasting one when several are set)."""
+    for name in ("permanent", "noarp", "reachable", "stale", "delay", "probe", "failed", "incomplete"):
+        if value & NUD[name]:
+            return name
+    return "none"
+
+
+def nud_value(name: str) -> int:
+    if name not in NUD:
+        raise LedgerError(f"neighbour state must be one of {', '.join(NUD)}, got {name!r}")
+    return NUD[name]
+
+
+def check_lladdr(value, where: str = "lladdr") -> str:
+    """A 6-byte MAC address, lower case; LedgerError naming it otherwise."""
+    text = str(value).strip().lower() if isinstance(value, str) else ""
+    if not LLADDR_RE.match(text):
+        raise LedgerError(f"{where} must be a MAC address like 02:00:00:00:00:01, got {value!r}")
+    return text
+
+
+def restorable_neighbour(previous) -> dict | None:
+    """The neighbour entry to put back from a recorded ``previous``: one set by hand (permanent, noarp)
+    with a checked MAC address, else None (delete ours; a learned entry is learned again)."""
+    if not isinstance(previous, dict) or previous.get("state") not in NUD_SET_BY_HAND:
+        return None
+    return {"lladdr": check_lladdr(previous.get("lladdr"), "recorded neighbour lladdr"), "state": previous["state"]}

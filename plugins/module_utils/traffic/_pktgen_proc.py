@@ -25,8 +25,10 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Callable
 from typing import Any, Protocol
 
+from ansible_collections.xdplab.testbed.plugins.module_utils.common import _process_identity as _proc
 from ansible_collections.xdplab.testbed.plugins.module_utils.common import _validate
 from ansible_collections.xdplab.testbed.plugins.module_utils.traffic._output_parsers import ParseError, parse
 
@@ -283,12 +285,31 @@ class Pktgen:
             raise err[0]
         return time.monotonic() - t0
 
-    def start_background(self) -> int:
-        """pgctrl start from a detached process (the write blocks while pktgen runs); its pid."""
+    def start_background(self, record: Callable[[int], Any] | None = None, devices: list[str] | None = None,
+                         timeout: float = 30.0) -> int:
+        """pgctrl start from a detached process (the write blocks while pktgen runs); its pid. With
+        ``record``, ``record(pid)`` runs before that process writes anything (the state ledger's entry).
+        With ``devices``, return only once the thread files list every one of them as running, so
+        'started' means running even on a slow (emulated) CPU (a short count that already finished
+        counts too); PktgenError if the starter fails first or ``timeout`` seconds pass (pktgen is
+        then stopped)."""
         self.log.append("pgctrl: start (background)")
-        proc = subprocess.Popen([sys.executable, "-c", _START, self.path("pgctrl")],  # noqa: S603 - argv list
-                                start_new_session=True, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                                stderr=subprocess.DEVNULL)
+        proc = _proc.spawn_recorded([sys.executable, "-c", _START, self.path("pgctrl")],
+                                    record or (lambda _pid: None), start_new_session=True,
+                                    stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        if devices:
+            deadline = time.monotonic() + timeout
+            while not set(devices) <= set(self.running()):
+                rc = proc.poll()
+                if rc == 0:  # a short count already sent: started and finished
+                    break
+                if rc is not None:
+                    raise PktgenError(f"pktgen's background start exited with status {rc} before "
+                                      f"{', '.join(devices)} ran")
+                if time.monotonic() > deadline:
+                    self.pgset("pgctrl", "stop")
+                    raise PktgenError(f"pktgen did not list {', '.join(devices)} as running within {timeout:g} s")
+                time.sleep(0.05)
         return proc.pid
 
     def running(self) -> list[str]:

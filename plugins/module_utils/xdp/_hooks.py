@@ -27,8 +27,42 @@ class HookError(ValueError):
     _validate.ValidationError.)"""
 
 
-def nft_ruleset(table: str, counter: str, hook: str, interface: str) -> tuple[str, str]:
-    """(family, ruleset) of a table that counts and drops everything arriving on `interface`.
+FLOW_PROTOS = ("udp", "tcp")
+
+
+def nft_flow_match(flow: dict | None) -> str:
+    """The nftables match of one flow ({src, dst, proto, sport, dport}, every key optional but proto
+    when a port is given), each value checked; "" for no flow (match everything)."""
+    if not flow:
+        return ""
+    unknown = sorted(set(flow) - {"src", "dst", "proto", "sport", "dport"})
+    if unknown:
+        raise HookError(f"flow has unknown keys {unknown}: use src, dst, proto, sport, dport")
+    parts = []
+    addrs = [(k, _validate.ip_address(flow[k], f"flow {k}")) for k in ("src", "dst") if flow.get(k) is not None]
+    families = {":" in a for _dummy, a in addrs}
+    if len(families) > 1:
+        raise HookError(f"flow src and dst are of different IP families: {dict(addrs)}")
+    for key, addr in addrs:
+        parts.append(f"{'ip6' if ':' in addr else 'ip'} {'saddr' if key == 'src' else 'daddr'} {addr}")
+    proto = flow.get("proto")
+    ports = [(k, flow[k]) for k in ("sport", "dport") if flow.get(k) is not None]
+    if proto is None and ports:
+        raise HookError(f"flow ports {dict(ports)} need proto ({', '.join(FLOW_PROTOS)})")
+    if proto is not None and proto not in FLOW_PROTOS:
+        raise HookError(f"flow proto must be one of {', '.join(FLOW_PROTOS)}, got {proto!r}")
+    for key, port in ports:
+        if isinstance(port, bool) or not isinstance(port, int) or not 0 <= port <= 0xFFFF:
+            raise HookError(f"flow {key} must be a port number 0..65535, got {port!r}")
+        parts.append(f"{proto} {key} {port}")
+    if proto is not None and not ports:
+        parts.append(f"meta l4proto {proto}")
+    return " ".join(parts) + " "
+
+
+def nft_ruleset(table: str, counter: str, hook: str, interface: str, flow: dict | None = None) -> tuple[str, str]:
+    """(family, ruleset) of a table that counts and drops what arrives on `interface`: everything, or
+    only the packets of `flow` (nft_flow_match).
 
     hook 'prerouting': family inet, priority raw (the classic netfilter drop); 'ingress': family
     netdev, the device's ingress hook, before the stack.
@@ -36,13 +70,14 @@ def nft_ruleset(table: str, counter: str, hook: str, interface: str) -> tuple[st
     _validate.nft_name(table, "table")
     _validate.nft_name(counter, "counter")
     _validate.ifname(interface)
+    match = nft_flow_match(flow)
     if hook == "ingress":
         return "netdev", (
             f"table netdev {table} {{\n"
             f"  counter {counter} {{ }}\n"
             f"  chain ingress {{\n"
             f'    type filter hook ingress device "{interface}" priority -500; policy accept;\n'
-            f'    counter name "{counter}" drop\n'
+            f'    {match}counter name "{counter}" drop\n'
             f"  }}\n"
             f"}}\n")
     if hook == "prerouting":
@@ -51,7 +86,7 @@ def nft_ruleset(table: str, counter: str, hook: str, interface: str) -> tuple[st
             f"  counter {counter} {{ }}\n"
             f"  chain prerouting {{\n"
             f"    type filter hook prerouting priority raw; policy accept;\n"
-            f'    iifname "{interface}" counter name "{counter}" drop\n'
+            f'    iifname "{interface}" {match}counter name "{counter}" drop\n'
             f"  }}\n"
             f"}}\n")
     raise HookError(f"nftables hook must be one of {', '.join(NFT_HOOKS)}, got {hook!r}")

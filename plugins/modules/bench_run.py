@@ -33,8 +33,9 @@ options:
         C(sockperf) runs C(sockperf tp) or C(pp) (C(mode) in O(params)) and C(iperf3) a UDP client, both against
         a server the action starts on the DUT (O(server)); C(testpmd) is DPDK's testpmd in txonly mode on
         a C(net_af_xdp) vdev, where DPDK is installed.
+      - Any other name of the generator table (C(plugins/module_utils/traffic/_generator_table.py)) is
+        accepted too; an unknown name fails before anything runs, listing the known ones.
     type: str
-    choices: [xdpgen, trafgen, xskgen, udpgen, sockperf, iperf3, testpmd, command]
     default: xdpgen
   params:
     description:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import ast
 import pathlib
+import re
 
 import pytest
 
@@ -63,6 +64,16 @@ def test_every_package_is_in_the_table():
     for package in packages:
         doc = ast.get_docstring(ast.parse((MU / package / "__init__.py").read_text(encoding="utf-8")))
         assert doc, f"module_utils/{package}/__init__.py says nothing of what it holds"
+
+
+@pytest.mark.parametrize("package", sorted(ALLOWED))
+def test_each_package_states_the_imports_this_test_enforces(package):
+    """The layering a reader finds at the top of a package is the one checked here, word for word."""
+    doc = ast.get_docstring(ast.parse((MU / package / "__init__.py").read_text(encoding="utf-8"))) or ""
+    match = re.search(r"^Imports from module_utils: (.+)\.$", doc, re.MULTILINE)
+    assert match, f"module_utils/{package}/__init__.py has no line 'Imports from module_utils: ...'"
+    stated = set() if match.group(1) == "nothing else" else set(match.group(1).split(", "))
+    assert stated == ALLOWED[package]
 
 
 def test_no_module_utils_file_outside_a_package():

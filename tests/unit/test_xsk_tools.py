@@ -162,3 +162,15 @@ def test_every_generator_row_names_a_parser_and_builds_its_default_argv():
 def test_unknown_generator_is_named_with_the_known_ones():
     with pytest.raises(GeneratorParamError, match=r"unknown generator 'pktgun'; known: xdpgen, trafgen"):
         command("pktgun", {})
+
+
+def test_no_option_list_repeats_the_generator_table():
+    """A new generator is a row of the table and its parser: bench_run's and bench_parse's tool options
+    carry no choices list that would also need the name."""
+    import yaml
+    from ansible_collections.xdplab.testbed.plugins.module_utils.traffic._bench_run_spec import GENERATOR_SPEC
+    from ansible_collections.xdplab.testbed.plugins.modules import bench_parse, bench_run
+
+    assert "choices" not in GENERATOR_SPEC["tool"]
+    for mod in (bench_run, bench_parse):
+        assert "choices" not in yaml.safe_load(mod.DOCUMENTATION)["options"]["tool"], mod.__name__

@@ -4,7 +4,7 @@
 #
 # PRIVATE to the xdplab.testbed collection: not a public API, may change without notice.
 #
-# A/B comparison in ns/packet (DESIGN "Comparison conventions"), matching of
+# A/B comparison in ns/packet (docs/architecture.md, "Comparison conventions"), matching of
 # records by scenario + params, sweep tables, and the noise figures of a set of
 # records (A/A false positives, repetitions for a 1 ns/packet difference).
 """A/B comparison, record matching, sweeps and noise of result records."""

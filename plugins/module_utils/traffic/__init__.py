@@ -2,4 +2,5 @@
 """Traffic: the argv of each generator and server (_xdpgen_trafgen_argv, _client_server_argv), their
 output parsers (_output_parsers), pktgen through /proc (_pktgen_proc), bench_run's argument spec,
 DUT counters (_dut_counters) and the bursts found in their samples (_counter_bursts).
-Imports traffic and xdp."""
+
+Imports from module_utils: common, xdp."""

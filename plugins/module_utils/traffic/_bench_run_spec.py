@@ -6,14 +6,11 @@ Private to the xdplab.testbed collection."""
 
 from __future__ import annotations
 
-from ansible_collections.xdplab.testbed.plugins.module_utils.traffic._generator_table import GENERATORS
-
-# Every generator of the table, plus a command given as argv with the parser to read it.
-TOOLS = [*GENERATORS, "command"]
-
 # What the module on the generator host takes.
 GENERATOR_SPEC = dict(
-    tool=dict(type="str", choices=TOOLS, default="xdpgen"),
+    # A name of the generator table or "command": checked against the table (generator()), not by a
+    # choices list, so a new generator is one row there and nothing here.
+    tool=dict(type="str", default="xdpgen"),
     params=dict(type="dict", default={}),
     binary=dict(type="path"),
     command=dict(type="list", elements="str"),
@@ -43,7 +40,7 @@ ACTION_SPEC = dict(
     record_params=dict(type="dict", default={}),
     environment=dict(type="dict", default={}),
     generator_environment=dict(type="dict", default={}),
-    # The replication unit the record is (DESIGN "Replication and comparison"): {level, id}.
+    # The replication unit the record is (docs/results.md, "Replication units"): {level, id}.
     replicate=dict(type="dict"),
     # Generator-only maximum (pps) from a calibration: "generator-bound" only near it.
     generator_max=dict(type="float"),

@@ -80,6 +80,7 @@ after:
 
 import json
 import os
+import socket
 import traceback
 
 from ansible.module_utils.basic import AnsibleModule, missing_required_lib
@@ -92,7 +93,6 @@ try:
 except ImportError:
     IPRoute = None
 
-AF_INET, AF_INET6 = 2, 10
 
 
 class NeighbourError(ValueError):
@@ -109,7 +109,7 @@ class Table:
         self.ipr, self.index = ipr, found[0]
 
     def read(self, address: str) -> dict | None:
-        family = AF_INET6 if ":" in address else AF_INET
+        family = socket.AF_INET6 if ":" in address else socket.AF_INET
         for msg in self.ipr.get_neighbours(family=family, ifindex=self.index):
             if msg.get_attr("NDA_DST") == address and msg.get_attr("NDA_LLADDR"):
                 return {"lladdr": msg.get_attr("NDA_LLADDR").lower(), "state": _ledger.nud_name(msg["state"])}

@@ -162,6 +162,16 @@ def test_environment_diff_marks_keys_that_vary_between_boots():
     assert diff["cpu_mhz"]["varies_between_boots"] is True
 
 
+def test_series_is_shown_in_its_own_section_not_in_the_environment_diff():
+    rs = records([[150.0], [150.4]], [[148.0], [148.3]])
+    series = [{"subject": "net: faster", "patch_id": "ab" * 20}]
+    for r in rs:
+        r["environment"] = dict(r["environment"], kernel_patches=series if r["variant"] == "patched" else [])
+    out = analyze(rs, rs, baseline="base", candidate="patched")
+    assert "kernel_patches" not in {d["key"] for d in out["environment_diff"]}
+    assert "kernel" in {d["key"] for d in out["environment_diff"]}
+
+
 def test_zero_variance_over_boots_gives_no_interval_never_significant():
     rs = records([[150.0], [150.0]], [[149.0], [149.0]])
     row = analyze(rs, rs, baseline="base", candidate="patched")["rows"][0]

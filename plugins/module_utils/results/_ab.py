@@ -64,6 +64,10 @@ def collapse(boot: str, records: list[dict]) -> dict:
     }
 
 
+# Environment keys the report shows in a section of their own, not in the environment diff.
+SHOWN_APART = ("kernel_patches",)  # the series: subjects and patch-ids
+
+
 def boots_by_key(records: list[dict], kernel: str | None) -> dict[tuple[str, str], list[dict]]:
     """{(scenario, params key): [one collapsed unit per boot, in boot order]} of one kernel's records
     (``variant`` == kernel; every record when kernel is None). Boot order: first start, then boot id."""
@@ -178,7 +182,8 @@ def analyze(base_records: list[dict], cand_records: list[dict], *, baseline: str
     units_c = [u for k in common for u in c[k]]
     varying = _varying_keys(units_b) | _varying_keys(units_c)
     env_b, env_c = units_b[0]["environment"], units_c[0]["environment"]
-    env_diff = [dict(d, varies_between_boots=d["key"] in varying) for d in fingerprint_diff(env_b, env_c)]
+    env_diff = [dict(d, varies_between_boots=d["key"] in varying) for d in fingerprint_diff(env_b, env_c)
+                if d["key"] not in SHOWN_APART]
     return {
         "unit_level": LEVEL, "method_text": METHOD_TEXT, "kernels": names,
         "boots": {"baseline": len({u["replicate"]["id"] for u in units_b}),

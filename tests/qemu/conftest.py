@@ -78,3 +78,17 @@ def run_guest_tests(test_file: str, min_passed: int, cpus: int, timeout: int) ->
     assert m and int(m.group(1)) >= min_passed, detail
     assert not re.search(r"\d+ (failed|error|skipped)", res["stdout"]), detail
     return res
+
+
+def ansible_playbook(playbook: str, *args: str, timeout: int = 600) -> subprocess.CompletedProcess:
+    """Run one of the collection's playbooks from the checkout with the venv's ansible-playbook, no colour."""
+    argv = [str(VENV_BIN / "ansible-playbook"), playbook, *args]
+    return subprocess.run(argv, cwd=ROOT, capture_output=True, text=True, timeout=timeout, check=False,  # noqa: S603
+                          env=dict(os.environ, ANSIBLE_NOCOLOR="1", ANSIBLE_FORCE_COLOR="0"))
+
+
+def only_run_dir(results_root: Path) -> Path:
+    """The one run directory a playbook made under results_root."""
+    dirs = [d for d in results_root.iterdir() if d.is_dir()]
+    assert len(dirs) == 1, dirs
+    return dirs[0]

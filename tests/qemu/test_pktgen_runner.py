@@ -19,7 +19,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from conftest import IN_GUEST, ROOT, VENV_BIN, guest_kernel, run_guest_tests
+from conftest import IN_GUEST, ansible_playbook, guest_kernel, only_run_dir, run_guest_tests
 
 pytestmark = [pytest.mark.qemu, pytest.mark.root]
 
@@ -30,25 +30,18 @@ def test_pktgen_module_inside_guest():
 
 
 def playbook(tmp_path: Path, *extra: str) -> subprocess.CompletedProcess:
-    argv = [str(VENV_BIN / "ansible-playbook"), "playbooks/pktgen_burst.yml",
-            "-e", f"pktgen_guest_kernel={guest_kernel()}", "-e", f"xdplab_results_root={tmp_path}",
-            "-e", "scenarios_repetitions=1", "-e", "scenarios_duration=1",
-            "-e", json.dumps({"scenarios_pktgen_burst_matrix": {"burst": [1, 8], "pkt_size": [64]}}), *extra]
-    return subprocess.run(argv, cwd=ROOT, capture_output=True, text=True, timeout=600, check=False,  # noqa: S603
-                          env=dict(os.environ, ANSIBLE_NOCOLOR="1", ANSIBLE_FORCE_COLOR="0"))
-
-
-def run_dir(tmp_path: Path) -> Path:
-    dirs = [d for d in tmp_path.iterdir() if d.is_dir()]
-    assert len(dirs) == 1, dirs
-    return dirs[0]
+    return ansible_playbook("playbooks/pktgen_burst.yml", "-e", f"pktgen_guest_kernel={guest_kernel()}",
+                            "-e", f"xdplab_results_root={tmp_path}", "-e", "scenarios_repetitions=1",
+                            "-e", "scenarios_duration=1",
+                            "-e", json.dumps({"scenarios_pktgen_burst_matrix": {"burst": [1, 8], "pkt_size": [64]}}),
+                            *extra)
 
 
 @pytest.mark.skipif(IN_GUEST, reason="already inside the guest: no nested QEMU")
 def test_pktgen_burst_playbook(tmp_path):
     proc = playbook(tmp_path)
     assert proc.returncode == 0, proc.stdout[-5000:] + proc.stderr[-2000:]
-    d = run_dir(tmp_path)
+    d = only_run_dir(tmp_path)
     assert not (d / "INCOMPLETE").exists() and not (d / "PLAN").exists()
     records = [json.loads(p.read_text()) for p in d.glob("pktgen_burst__*.json")]
     got = sorted((r["variant"], r["params"]["burst"], r["params"]["clone_skb"]) for r in records)
@@ -70,7 +63,7 @@ def test_pktgen_burst_bad_parameter_fails_its_points_keeps_the_others(tmp_path):
     assert proc.returncode != 0
     out = proc.stdout
     assert "2 of 4 steps failed" in out and "refused 'burst 8' on h9pv0" in out, out[-4000:]
-    d = run_dir(tmp_path)
+    d = only_run_dir(tmp_path)
     assert (d / "INCOMPLETE").exists() and not (d / "report.txt").exists()
     kept = sorted(json.loads(p.read_text())["params"]["burst"] for p in d.glob("pktgen_burst__*.json"))
     assert kept == [1, 1]

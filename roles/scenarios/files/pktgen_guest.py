@@ -10,6 +10,9 @@ shared read-only and the run's results directory shared writable:
 
 PLAN (JSON): {"run_id", "scenario", "build", "steps" (from the sweep_plan filter), "base" (pktgen
 parameters common to all steps), "variants" ({name: pktgen parameters}), "duration", "device"}.
+The A/B loop's plan (results._ab_guest_plan) adds: a "scenario" per step, "build" null (no build
+in the params: the kernel is the variant), "replicate" (the boot), "environment" (merged into each
+record's) and "expect_kernel" (the release this boot must be running; another one exits 2).
 Every step is one repetition of one (point, variant), run with the same module_utils code as the
 xdplab.testbed.pktgen module; after every step the point's record is merged and rewritten, so a
 failing step keeps the finished points. Failed steps go to FAILURES (a JSON list) with
@@ -101,7 +104,12 @@ def main() -> int:
         return 2
     device = plan.get("device") or {"name": "pg0", "kind": "dummy"}
     ensure_device(device["name"], device["kind"])
-    env = environment()
+    env = dict(environment(), **(plan.get("environment") or {}))
+    expected = plan.get("expect_kernel")
+    if expected and env["kernel"] != expected:
+        print(f"pktgen_guest: booted kernel {env['kernel']!r}, expected {expected!r}", file=sys.stderr)
+        return 2
+    extra_unit = {"replicate": plan["replicate"]} if plan.get("replicate") else {}
     records: dict[str, dict] = {}
     failures: list[dict] = []
     for step in plan["steps"]:
@@ -129,19 +137,22 @@ def main() -> int:
                 pass
             continue
         pg.reset()
-        params = dict(step["sweep"], build=plan.get("build", "baseline"), pkt_size=spec["pkt_size"],
+        params = dict(step["sweep"], pkt_size=spec["pkt_size"],
                       burst=spec["burst"], clone_skb=spec["clone_skb"], duration=spec["duration"],
                       device=device["kind"], threads=len(spec["threads"]), sample="repetition")
+        if plan.get("build", "baseline") is not None:
+            params["build"] = plan.get("build", "baseline")
+        scenario = step.get("scenario", plan["scenario"])
         rec = _record.build_record(
-            run_id=plan["run_id"], scenario=plan["scenario"], variant=step["variant"], tool="pktgen",
+            run_id=plan["run_id"], scenario=scenario, variant=step["variant"], tool="pktgen",
             params=params, samples=[float(res["pps"])],
             counters={"gen_packets": int(res["packets"]), "gen_errors": int(res["errors"])},
             environment=env, started=started, duration_s=time.monotonic() - t0,
             extra={"reps": [{"gen_packets": res["packets"], "gen_seconds": seconds, "gen_cpu": cpu,
                              "devices": res["devices"]}],
-                   "bound": "generator-bound"})
+                   "bound": "generator-bound", **extra_unit})
         records[step["key"]] = _sweep.merge_record(records.get(step["key"]), rec)
-        write_json_atomic(os.path.join(args.out, f"{plan['scenario']}__{step['key']}"), records[step["key"]])
+        write_json_atomic(os.path.join(args.out, f"{scenario}__{step['key']}"), records[step["key"]])
         print(f"[{step['index'] + 1}/{len(plan['steps'])}] {step['variant']} {json.dumps(step['sweep'])}: "
               f"{res['pps']:.0f} pps, {res['packets']} packets, CPU system/softirq "
               f"{cpu['system_pct']}/{cpu['softirq_pct']}%", flush=True)

@@ -1,0 +1,100 @@
+# Copyright: xdplab.testbed contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""playbooks/ab.yml end to end, CI-sized: the kernel role's two kernels, the DUT booted into each in
+turn under QEMU (A B B A ...), pktgen after every boot, the comparison by boot.
+
+1. A series that changes nothing measurable (the kernel role's fixture series: a pgctrl marker and a
+   documentation line): both kernels come from the cache that molecule/kernel filled (same source,
+   config, series and targets), so nothing compiles, and the loop reports no significant difference.
+   An interrupted loop resumes: a boot's records removed, the same run id runs that boot only.
+2. A series with a known effect (files/patches/known-effect/effect: a 4000 ns busy-wait per
+   pktgen_xmit) against the control series (the same code waiting 0 ns: under emulation the waiting
+   code itself costs a few hundred ns per packet): found slower and significant at 95%, with 4000 ns
+   inside the interval over boots. A calibrated 95% interval misses the true value once in 20 loops,
+   so the size is checked against the 99.9% Welch interval of the loop's own per-boot values (scipy).
+
+No kernel is a failure, not a skip.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+from pathlib import Path
+
+import pytest
+import yaml
+from conftest import IN_GUEST, ROOT, ansible_playbook, only_run_dir
+from scipy import stats
+
+pytestmark = [pytest.mark.qemu, pytest.mark.root, pytest.mark.skipif(IN_GUEST, reason="runs QEMU: host side only")]
+
+FIXTURE = ROOT / "files" / "patches" / "fixture"
+KNOWN = ROOT / "files" / "patches" / "known-effect"
+BUSY_NS = 4000.0
+# molecule/kernel's kernels: same source, config and targets, so the baseline and the fixture series
+# come from its cache.
+KERNEL_ARGS = {"kernel_build_targets": ["bzImage", "modules"]}
+
+
+def ab(tmp_path: Path, **extra) -> subprocess.CompletedProcess:
+    args = dict(KERNEL_ARGS, xdplab_results_root=str(tmp_path), ab_repetitions=2, ab_duration=1)
+    args.update(extra)
+    return ansible_playbook("playbooks/ab.yml", "-e", json.dumps(args), timeout=2400)
+
+
+def the_row(run: Path) -> dict:
+    analysis = yaml.safe_load((run / "ab-analysis.yml").read_text())
+    assert len(analysis["rows"]) == 1, analysis["rows"]
+    return analysis["rows"][0]
+
+
+def test_null_series_is_cached_not_significant_and_resumes(tmp_path):
+    series = [{"path": str(p)} for p in sorted(FIXTURE.glob("*.patch"))]
+    proc = ab(tmp_path, ab_series=series, ab_boots=2)
+    out = proc.stdout
+    assert proc.returncode == 0, out[-6000:] + proc.stderr[-2000:]
+    assert out.count("cached, nothing compiled") == 2, "a loop on cached kernels compiled: " + out[-6000:]
+    run = only_run_dir(tmp_path)
+    boots = sorted(d.name for d in run.iterdir() if d.is_dir())
+    assert boots == ["boot-01-baseline", "boot-02-patched", "boot-03-patched", "boot-04-baseline"], boots
+    assert not (run / "INCOMPLETE").exists() and not list(run.glob(".boot-*"))
+    for boot in boots:
+        recs = [json.loads(p.read_text()) for p in (run / boot).glob("*.json")]
+        assert len(recs) == 1 and recs[0]["replicate"] == {"level": "boot", "id": boot[5:]}
+        assert recs[0]["variant"] == boot.split("-", 2)[2] and recs[0]["summary"]["n"] == 2
+        assert recs[0]["environment"]["kernel"].endswith("-" + recs[0]["variant"])
+    row = the_row(run)
+    assert row["significant"] is False and row["ci95_ns"] is not None, row
+    assert row["ci95_ns"][0] <= 0 <= row["ci95_ns"][1], row
+    letter = (run / "cover-letter.txt").read_text()
+    assert "pktgen_xmit" in letter and "pktgen: show an xdplab fixture marker in pgctrl" in letter, letter
+
+    # Resume: the last boot's records are gone (as after a kill during it); the same run id runs it alone.
+    kept = (run / "boot-01-baseline").stat().st_ino
+    for f in (run / "boot-04-baseline").iterdir():
+        f.unlink()
+    (run / "boot-04-baseline").rmdir()
+    again = ab(tmp_path, ab_series=series, ab_boots=2, ab_run_id=run.name)
+    assert again.returncode == 0, again.stdout[-6000:] + again.stderr[-2000:]
+    assert "4 boots (2 per kernel, abba), 3 already done" in again.stdout, again.stdout[-4000:]
+    assert re.findall(r"boot (\d)/4: ", again.stdout) == ["4"], again.stdout[-4000:]
+    assert (run / "boot-01-baseline").stat().st_ino == kept and (run / "boot-04-baseline").is_dir()
+
+
+def test_known_effect_found_with_its_sign_and_size(tmp_path):
+    proc = ab(tmp_path, ab_baseline_name="wait0", ab_candidate_name="wait4000", ab_boots=4, ab_repetitions=3,
+              ab_duration=2, ab_baseline_series=[{"path": str(p)} for p in sorted((KNOWN / "control").glob("*.patch"))],
+              ab_series=[{"path": str(p)} for p in sorted((KNOWN / "effect").glob("*.patch"))])
+    assert proc.returncode == 0, proc.stdout[-6000:] + proc.stderr[-2000:]
+    run = only_run_dir(tmp_path)
+    row = the_row(run)
+    assert row["significant"] is True and row["delta_ns_per_packet"] > 0 and row["direction"] == "slower", row
+    assert len(row["boots"]["baseline"]) == 4 and len(row["boots"]["candidate"]) == 4
+    a, b = (row["boot_ns_per_packet"][side] for side in ("baseline", "candidate"))
+    assert row["delta_ns_per_packet"] == pytest.approx(sum(b) / len(b) - sum(a) / len(a), rel=1e-9)
+    ci = stats.ttest_ind(b, a, equal_var=False).confidence_interval(0.999)
+    assert ci.low <= BUSY_NS <= ci.high, (f"the {BUSY_NS:.0f} ns busy-wait is outside the 99.9% interval "
+                                          f"[{ci.low:.0f}, {ci.high:.0f}] (95%: {row['ci95_ns']}): {row}")

@@ -94,7 +94,6 @@ except ImportError:
     IPRoute = None
 
 
-
 class NeighbourError(ValueError):
     """Bad input or a missing interface; the message names it."""
 

@@ -129,15 +129,15 @@ def rundir():
 
 
 def test_qemu_guest_never_boots(tmp_path, guest_kernel, rundir):
-    """Breaks: the guest waits forever for a root device that does not exist (root=... rootwait), so
-    it never reaches its init.
+    """Breaks: the guest's init is not in its initramfs (rdinit=), so the kernel falls back to a root
+    device that never appears and waits for it forever (root=... rootwait): it never reaches an init.
 
     After: the task fails within its timeout naming it, with the console tail showing where the boot
     stopped; the QEMU process is gone, the ledger holds no QEMU entry; the next guest run works.
     """
     before = set(qemu_pids())
     hung = run(tmp_path, "noboot", tasks=[qemu_task(rundir, "echo never", 15,
-                                                    append="root=/dev/xdplabnodisk rootwait")])
+                                                    append="rdinit=/xdplab-no-init root=/dev/xdplabnodisk rootwait")])
     assert hung.wait() != 0, f"a guest that never booted passed; log {hung.log_path}"
     text = hung.text()
     assert "guest did not finish within 15s" in text, text[-3000:]

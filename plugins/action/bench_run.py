@@ -45,7 +45,11 @@ from ansible_collections.xdplab.testbed.plugins.module_utils.traffic._counter_bu
     signed_loss,
 )
 from ansible_collections.xdplab.testbed.plugins.module_utils.traffic._dut_counters import CounterError, check_spec
-from ansible_collections.xdplab.testbed.plugins.module_utils.traffic._generator_table import command, interrupt_after
+from ansible_collections.xdplab.testbed.plugins.module_utils.traffic._generator_table import (
+    command,
+    interrupt_after,
+    record_figures,
+)
 from ansible_collections.xdplab.testbed.plugins.module_utils.traffic._xdpgen_trafgen_argv import (
     GeneratorParamError,
 )
@@ -252,7 +256,9 @@ class ActionModule(ActionBase):
         return {"runs": runs, "sample": sample}
 
     def _finish(self, result, args, params, runs, sample, mode, started, stopped, task_vars) -> dict:
-        reps_out, counters = self._cross_check(runs, sample, mode, args.get("generator_max"))
+        tool = args.get("tool", "xdpgen")
+        reps_out, counters = self._cross_check(runs, sample, mode, args.get("generator_max"),
+                                               tool=args.get("parse_as") if tool == "command" else tool)
         if stopped:
             counters["server"] = {"tool": args["server"]["tool"], "info": (stopped.get("sink") or {}).get("info", {})}
             counters["server_cpu"] = stopped.get("cpu", {})
@@ -404,14 +410,17 @@ class ActionModule(ActionBase):
         return runs, {"snapshots": reads}
 
     @staticmethod
-    def _cross_check(runs: list[dict], sample: dict | None, mode: str,
-                     generator_max: float | None = None) -> tuple[list[dict], dict]:
+    def _cross_check(runs: list[dict], sample: dict | None, mode: str, generator_max: float | None = None,
+                     tool: str | None = None) -> tuple[list[dict], dict]:
         reps, counters = [], {"gen_packets": 0}
         drops = dut_drops((sample or {}).get("ethtool")) if mode == "continuous" else None
         for i, run in enumerate(runs):
             parsed = run["parsed"]
             rep = {"gen_packets": parsed.get("packets"), "gen_seconds": parsed.get("seconds"),
                    "gen_pps": parsed["pps"], "gen_cpu": run.get("cpu")}
+            figures = record_figures(tool, parsed) if tool else {}
+            if figures:  # the generator table's record keys: latency, bit rates, loss, an estimate's basis
+                rep["gen_figures"] = figures
             counters["gen_packets"] += int(parsed.get("packets") or 0)
             if mode == "continuous":
                 burst = sample["bursts"][i]

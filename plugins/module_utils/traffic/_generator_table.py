@@ -6,7 +6,9 @@
 PRIVATE to the xdplab.testbed collection: not a public API, may change without notice.
 
 A row gives the argv builder (params -> argv, validating every value and naming the bad one), the
-output parser (a key of _output_parsers.TOOLS), an optional configuration file the tool reads
+output parser (a key of _output_parsers.TOOLS), the record keys (the parsed figures, beyond pps,
+packets and seconds, that each repetition keeps in its result record: latency percentiles,
+bit rates, loss, the basis of an estimate), an optional configuration file the tool reads
 (trafgen), and, for a tool without a time limit of its own (testpmd), its sign that packets are
 flowing. A new generator is one row here, its argv builder, its parser and their tests; the
 bench_run module, its action and its argument spec read everything from this table, in the spirit
@@ -57,21 +59,32 @@ class Generator:
     name: str
     argv: Callable[[dict], list[str]]
     parser: str
+    record_keys: tuple[str, ...] = ()
     config: Callable[[dict], str] | None = None
     ready: re.Pattern | None = None
 
 
+_XSK_KEYS = ("bits", "gbps")
+
+
 GENERATORS: dict[str, Generator] = {g.name: g for g in (
-    Generator("xdpgen", xdpgen_argv, "xdpgen"),
-    Generator("trafgen", lambda p: trafgen_argv(p, CONFIG), "trafgen", config=trafgen_config),
-    Generator("xskgen", xskgen_argv, "xskgen"),
+    Generator("xdpgen", xdpgen_argv, "xdpgen", ("bytes", "gbps", "threads", "pkt_size")),
+    Generator("trafgen", lambda p: trafgen_argv(p, CONFIG), "trafgen", ("bytes", "pkt_size", "pps_basis"),
+              config=trafgen_config),
+    Generator("xskgen", xskgen_argv, "xskgen", _XSK_KEYS),
     # udpgen prints xskgen's summary line.
-    Generator("udpgen", udpgen_argv, "xskgen"),
-    Generator("sockperf", sockperf_argv, "sockperf"),
-    Generator("iperf3", iperf3_argv, "iperf3"),
+    Generator("udpgen", udpgen_argv, "xskgen", _XSK_KEYS),
+    # tp mode: messages sent per second; pp/ul mode: replies per second and the latency figures.
+    Generator("sockperf", sockperf_argv, "sockperf",
+              ("mode", "msg_per_s", "messages", "mbps", "sent", "received", "latency_usec", "avg_latency_usec",
+               "stdev_latency_usec", "min_latency_usec", "max_latency_usec", "percentiles_usec", "dropped",
+               "duplicated", "out_of_order")),
+    Generator("iperf3", iperf3_argv, "iperf3",
+              ("protocol", "pps_basis", "bits_per_second", "packets_received", "lost_packets", "lost_percent",
+               "jitter_ms", "retransmits", "tcp_mss", "cpu_utilization_percent")),
     # testpmd prints "<mode> packet forwarding - ports=N - cores=N ..." once its forwarding lcores
     # run (after "start packet forwarding", with --auto-start).
-    Generator("testpmd", testpmd_argv, "testpmd",
+    Generator("testpmd", testpmd_argv, "testpmd", ("pps_direction", "pps_basis", "rx_pps", "tx_pps"),
               ready=re.compile(r"^\w+ packet forwarding - ports=\d+", re.MULTILINE)),
 )}
 
@@ -89,6 +102,16 @@ def command(name: str, params: dict | None) -> tuple[list[str], str | None]:
     params = params or {}
     argv = row.argv(params)
     return argv, (row.config(params) if row.config else None)
+
+
+def record_figures(tool: str, parsed: dict) -> dict:
+    """The parsed figures a repetition of `tool` keeps in its record (its row's record keys that the
+    output had). `tool` is a generator name or, for a command parsed as a known tool, that parser's
+    name; any other tool keeps none."""
+    row = GENERATORS.get(tool) or next((g for g in GENERATORS.values() if g.parser == tool), None)
+    if row is None:
+        return {}
+    return {key: parsed[key] for key in row.record_keys if parsed.get(key) is not None}
 
 
 def interrupt_after(name: str, params: dict) -> Interrupt | None:

@@ -169,6 +169,8 @@ from ansible_collections.xdplab.testbed.plugins.module_utils.xdp._program_object
 # entry's undo removes or writes anything.
 SERVER_LOG_DIR = "/run/xdplab"
 PKTGEN_DIR = "/proc/net/pktgen"
+# The tc filter kinds an entry may name: packet_hook's cls_bpf hook and vmlab_link's u32 wire.
+TC_FILTERS = ("bpf", "u32")
 
 
 def describe(entry: dict) -> str:
@@ -242,10 +244,14 @@ class Cleaner:
             if "pref" not in entry:  # an entry of an older run: the clsact qdisc was all it recorded
                 self._run([*tc, "qdisc", "del", "dev", key["interface"], "clsact"], gone)
                 return None
-            # packet_hook's entry: our filter, and the clsact qdisc only if we created it and no one
-            # else's filter is left on it.
+            # packet_hook's entry (a cls_bpf filter) or vmlab_link's (a u32 wire): our filter, and the
+            # clsact qdisc only if we created it and no one else's filter is left on it.
+            kind = entry.get("filter", "bpf")
+            if kind not in TC_FILTERS:
+                raise RuntimeError(f"tc filter kind must be one of {', '.join(TC_FILTERS)}, got {kind!r}")
+            handle = ["handle", str(entry["handle"])] if "handle" in entry else []  # vmlab_link owns its pref
             self._run([*tc, "filter", "del", "dev", key["interface"], "ingress", "pref", str(entry["pref"]),
-                       "handle", str(entry["handle"]), "bpf"], (*gone, "Filter with specified priority"))
+                       *handle, kind], (*gone, "Filter with specified priority"))
             if entry.get("created_clsact"):
                 rc, out, _err = self.module.run_command([*tc, "-j", "filter", "show", "dev", key["interface"],
                                                          "ingress"])

@@ -15,6 +15,10 @@ description:
     and C(mirred)). Nothing learns addresses or drops pause frames on the way, unlike a bridge.
   - The taps exist while their guests' QEMU processes run (M(xdplab.testbed.vmlab_guest) opens them);
     the wire goes with them.
+  - Before it wires a tap the module records in the state ledger the preference its filter takes (it
+    must be free, or hold the module's own earlier wire) and whether it creates the tap's clsact qdisc,
+    so C(xdplab.testbed.ledger state=cleaned) takes the wire off a tap that outlived its run and leaves
+    anyone else's filter alone.
 version_added: "0.2.0"
 author:
   - xdplab.testbed contributors (!UNKNOWN)
@@ -32,6 +36,8 @@ options:
     type: list
     elements: dict
     required: true
+extends_documentation_fragment:
+  - xdplab.testbed.object_ledger
 attributes:
   check_mode:
     support: full
@@ -61,15 +67,56 @@ pairs:
   sample: [[vl1g0n1, vl1g1n1]]
 """
 
+import json
 import traceback
 
 from ansible.module_utils.basic import AnsibleModule
+from ansible_collections.xdplab.testbed.plugins.module_utils.state import _ledger
 from ansible_collections.xdplab.testbed.plugins.module_utils.testbed import _vmlab_guests as _vmlab
+
+# The wire's filter on each tap: one u32 match-all, alone at this preference. u32 shares its hash
+# tables among all preferences of a qdisc, so a fixed handle could name someone else's filter: the
+# preference is what the ledger entry names, and nothing else may be at it.
+PREF = 1
 
 
 def _wired(module: AnsibleModule, tc: str, netns: str, tap: str, peer: str) -> bool:
     rc, out, _dummy = module.run_command([tc, "-n", netns, "filter", "show", "dev", tap, "ingress"])
     return rc == 0 and f"Redirect to device {peer}" in out
+
+
+def _tc_json(module: AnsibleModule, argv: list[str]) -> list[dict]:
+    rc, out, err = module.run_command(argv)
+    if rc != 0:
+        module.fail_json(msg=f"cannot read {' '.join(argv[3:])}", rc=rc, stdout=out, stderr=err, cmd=argv)
+    try:
+        return json.loads(out or "[]")
+    except ValueError:
+        module.fail_json(msg=f"{' '.join(argv)} printed no JSON", rc=rc, stdout=out, stderr=err, cmd=argv)
+        raise
+
+
+def _prepare(module: AnsibleModule, tc: str, netns: str, tap: str) -> list[list[str]]:
+    """Record the tap's ledger entry, before the wire is made (our preference, and the clsact qdisc if
+    we make it); return the commands that clear a stale wire of ours first. A filter of someone else
+    at our preference is refused, naming it."""
+    p = module.params
+    entry = _ledger.check_entry("tc", {"interface": tap}, netns)
+    previous = _ledger.read(p["ledger_dir"], entry)
+    qdiscs = _tc_json(module, [tc, "-n", netns, "-j", "qdisc", "show", "dev", tap])
+    at_pref = [f for f in _tc_json(module, [tc, "-n", netns, "-j", "filter", "show", "dev", tap, "ingress"])
+               if f.get("pref") == PREF]
+    ours = bool(previous and previous.get("pref") == PREF and previous.get("filter") == "u32")
+    if at_pref and not ours:
+        module.fail_json(msg=f"{tap} in {netns} has a filter at preference {PREF} that vmlab_link did not make "
+                             f"(its ledger has no entry for it): {at_pref!r}; not touched")
+    found_clsact = any(q.get("kind") == "clsact" for q in qdiscs)
+    made_clsact = not found_clsact or bool(previous and previous.get("created_clsact"))
+    undo = dict(created_clsact=made_clsact, pref=PREF, filter="u32")
+    path, fresh = _ledger.record(p["ledger_dir"], entry, p["run_id"], **undo)
+    if not fresh:
+        _ledger.annotate(path, **undo)
+    return [[tc, "-n", netns, "filter", "del", "dev", tap, "ingress", "pref", str(PREF), "u32"]] if at_pref else []
 
 
 def main() -> None:
@@ -78,6 +125,8 @@ def main() -> None:
             netns=dict(type="str", required=True),
             lab_id=dict(type="int", default=1),
             guests=dict(type="list", elements="dict", required=True),
+            ledger_dir=dict(type="path", default=_ledger.DEFAULT_DIR),
+            run_id=dict(type="str"),
         ),
         supports_check_mode=True,
     )
@@ -99,23 +148,26 @@ def main() -> None:
         ip = module.get_bin_path("ip", required=True)
         tc = module.get_bin_path("tc", required=True)
         changed = False
+        for tap in (t for pair in pairs for t in pair):  # every tap checked before any is wired
+            rc, _dummy, err = module.run_command([ip, "-n", p["netns"], "link", "show", "dev", tap])
+            if rc != 0:
+                module.fail_json(msg=f"{owner[tap]}: its tap {tap} is not in namespace {p['netns']}; the guest's "
+                                 "QEMU is not running (taps live as long as their QEMU)", rc=rc, stderr=err)
         for a, b in pairs:
-            for tap in (a, b):
-                rc, _dummy, err = module.run_command([ip, "-n", p["netns"], "link", "show", "dev", tap])
-                if rc != 0:
-                    module.fail_json(msg=f"{owner[tap]}: its tap {tap} is not in namespace {p['netns']}; the guest's "
-                                     "QEMU is not running (taps live as long as their QEMU)", rc=rc, stderr=err)
             for tap, peer in ((a, b), (b, a)):
                 if _wired(module, tc, p["netns"], tap, peer):
                     continue
                 changed = True
                 if module.check_mode:
                     continue
+                stale = _prepare(module, tc, p["netns"], tap)  # recorded before acting
                 steps = [
                     [ip, "-n", p["netns"], "link", "set", "dev", tap, "up"],
                     [tc, "-n", p["netns"], "qdisc", "replace", "dev", tap, "clsact"],
-                    [tc, "-n", p["netns"], "filter", "add", "dev", tap, "ingress", "protocol", "all", "prio", "1",
-                     "u32", "match", "u32", "0", "0", "action", "mirred", "egress", "redirect", "dev", peer],
+                    *stale,
+                    [tc, "-n", p["netns"], "filter", "add", "dev", tap, "ingress", "protocol", "all", "prio",
+                     str(PREF), "u32", "match", "u32", "0", "0", "action", "mirred", "egress", "redirect", "dev",
+                     peer],
                 ]
                 for argv in steps:
                     rc, out, err = module.run_command(argv)
@@ -123,7 +175,7 @@ def main() -> None:
                         module.fail_json(msg=f"joining {tap} to {peer} in {p['netns']} failed: {' '.join(argv)}",
                                          rc=rc, stdout=out, stderr=err)
         module.exit_json(changed=changed, pairs=[list(pair) for pair in pairs])
-    except _vmlab.VmlabError as exc:
+    except (_vmlab.VmlabError, _ledger.LedgerError) as exc:
         module.fail_json(msg=str(exc))
     except Exception as exc:  # noqa: BLE001 - one top-level handler, as the collection's modules do
         module.fail_json(msg=f"vmlab_link failed: {exc}", exception=traceback.format_exc())

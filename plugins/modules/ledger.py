@@ -45,12 +45,14 @@ options:
   kind:
     description: Kind of object, with O(state=recorded) or O(state=absent).
     type: str
-    choices: [netns, xdp, tc, nft, neigh, tuning, qemu, process]
+    choices: [netns, xdp, tc, nft, neigh, addr, tuning, qemu, process]
   key:
     description:
       - What identifies the object. C(netns) C(name); C(xdp) and C(tc) C(interface); C(nft) C(family) and
         C(table); C(neigh) C(interface) and C(address) (the neighbour module's, with the entry found in
-        place as C(previous)); C(tuning) C(state_file); C(qemu) C(pid) and C(cmdline_sha256) (sha256 of its
+        place as C(previous)); C(addr) C(interface) and C(address) (the interface_address module's, an
+        address with its prefix length, with C(set_up) if the module brought the interface up); C(tuning)
+        C(state_file); C(qemu) C(pid) and C(cmdline_sha256) (sha256 of its
         NUL-separated C(/proc/PID/cmdline), so a reused pid is never killed), optionally C(owner) and
         C(owner_start) (pid and start time of the process running it; while it lives the entry is kept);
         C(process) C(pid), C(start) and C(boot_id) (a background process of C(bench_server) or C(pktgen),
@@ -58,8 +60,8 @@ options:
     type: dict
   netns:
     description:
-      - Namespace the object lives in (C(xdp), C(tc), C(nft), C(neigh)). Default the named namespace the module runs
-        in (with the C(xdplab.testbed.netns) connection), or none for the initial namespace.
+      - Namespace the object lives in (C(xdp), C(tc), C(nft), C(neigh), C(addr)). Default the named namespace the
+        module runs in (with the C(xdplab.testbed.netns) connection), or none for the initial namespace.
     type: str
   run_id:
     description: Run id stored in the entry.
@@ -70,7 +72,7 @@ options:
         virtual test bed's namespaces for a later run); what lives inside a kept namespace is still undone.
     type: list
     elements: str
-    choices: [netns, xdp, tc, nft, neigh, tuning, qemu, process]
+    choices: [netns, xdp, tc, nft, neigh, addr, tuning, qemu, process]
     default: []
 attributes:
   check_mode:
@@ -206,7 +208,7 @@ class Cleaner:
     def remove(self, entry: dict) -> str | None:
         """Undo one entry; a reason when what is there now is not ours and was left alone."""
         kind, key, netns = entry["kind"], entry["key"], entry.get("netns")
-        if netns and kind in ("xdp", "tc", "nft", "neigh") and not self.netns_exists(netns):
+        if netns and kind in ("xdp", "tc", "nft", "neigh", "addr") and not self.netns_exists(netns):
             return None  # its namespace, and the object with it, is already gone
         if kind == "netns" and entry.get("found"):
             if not self.netns_exists(key["name"]):
@@ -272,6 +274,15 @@ class Cleaner:
             else:
                 self._run([*ip, "del", key["address"], "dev", key["interface"]],
                           ("Cannot find device", "No such file", "does not exist"))
+        elif kind == "addr":
+            # the interface_address module's entry: its address goes (one already gone is fine: an IPv6
+            # address leaves with the link when a test takes the port down), and the interface goes
+            # down again if the module brought it up
+            ip = [self.ip, *(["-n", netns] if netns else [])]
+            gone = ("Cannot find device", "does not exist", "Cannot assign requested address", "address not found")
+            self._run([*ip, "addr", "del", key["address"], "dev", key["interface"]], gone)
+            if entry.get("set_up"):
+                self._run([*ip, "link", "set", "dev", key["interface"], "down"], gone)
         elif kind == "tuning":
             self.restore_tuning(entry)
         elif kind == "process":

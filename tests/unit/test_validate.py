@@ -291,3 +291,26 @@ def test_qemu_control_characters_refused(tmp_path):
     spec = _qemu.GuestSpec(kernel=_bzimage(tmp_path / "bz"), command="true", rundir=str(tmp_path) + "/a\nb")
     with pytest.raises(_qemu.QemuError, match="control character"):
         _qemu.validate_spec(spec)
+
+
+@pytest.mark.parametrize(("value", "canonical"), [("198.18.10.1/24", "198.18.10.1/24"),
+                                                  ("2001:DB8:10:0::1/64", "2001:db8:10::1/64"),
+                                                  (" 192.0.2.7/32", "192.0.2.7/32")])
+def test_ip_interface_canonical(value, canonical):
+    assert _validate.ip_interface(value) == canonical
+
+
+@pytest.mark.parametrize("value", ["198.18.10.1", "198.18.10.1/33", "2001:db8::1/129", "a/24", "", None, 5,
+                                   "198.18.10.1/24; reboot"])
+def test_ip_interface_refused_naming_it(value):
+    with pytest.raises(_validate.ValidationError, match=re.escape(repr(value))):
+        _validate.ip_interface(value)
+
+
+def test_addr_ledger_entry_must_be_canonical():
+    entry = check_entry("addr", {"interface": "eth1", "address": "2001:db8:10::1/64"})
+    assert entry["key"] == {"address": "2001:db8:10::1/64", "interface": "eth1"}
+    with pytest.raises(LedgerError, match="canonically"):
+        check_entry("addr", {"interface": "eth1", "address": "2001:DB8:10::1/64"})
+    with pytest.raises(LedgerError, match="prefix length"):
+        check_entry("addr", {"interface": "eth1", "address": "2001:db8:10::1"})

@@ -235,6 +235,16 @@ def ip_address(value: Any, where: str = "address") -> str:
         raise ValidationError(f"{_where(where)}{value!r} is not an IP address") from None
 
 
+def ip_interface(value: Any, where: str = "address") -> str:
+    """An IPv4/IPv6 address with its prefix length (198.18.0.1/24, 2001:db8::1/64), canonical."""
+    if not isinstance(value, str) or "/" not in value:
+        raise ValidationError(f"{_where(where)}{value!r} is not an address with a prefix length (a.b.c.d/n)")
+    try:
+        return ipaddress.ip_interface(value.strip()).with_prefixlen
+    except ValueError:
+        raise ValidationError(f"{_where(where)}{value!r} is not an address with a prefix length") from None
+
+
 # The kinds a filter or a role asks for by name (plugins/filter/validate.py).
 KINDS = {
     "ifname": ifname,

@@ -5,9 +5,11 @@
 turn under QEMU (A B B A ...), pktgen after every boot, the comparison by boot.
 
 1. A series that changes nothing measurable (the kernel role's fixture series: a pgctrl marker and a
-   documentation line): both kernels come from the cache that molecule/kernel filled (same source,
-   config, series and targets), so nothing compiles, and the loop reports no significant difference.
-   An interrupted loop resumes: a boot's records removed, the same run id runs that boot only.
+   documentation line), given as a reviewer gets it: one mbox at a URL with its sha256 (served here on
+   loopback). Both kernels come from the cache that molecule/kernel filled from the patch files (same
+   source, config, patch-ids and targets), so nothing compiles, and the loop reports no significant
+   difference. An interrupted loop resumes: a boot's records removed, the same run id runs that boot
+   only.
 2. A series with a known effect (files/patches/known-effect/effect: a 4000 ns busy-wait per
    pktgen_xmit) against the control series (the same code waiting 0 ns: under emulation the waiting
    code itself costs a few hundred ns per packet): found slower and significant at 95%, with 4000 ns
@@ -19,9 +21,13 @@ No kernel is a failure, not a skip.
 
 from __future__ import annotations
 
+import hashlib
+import http.server
 import json
 import re
 import subprocess
+import threading
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -51,8 +57,33 @@ def the_row(run: Path) -> dict:
     return analysis["rows"][0]
 
 
-def test_null_series_is_cached_not_significant_and_resumes(tmp_path):
-    series = [{"path": str(p)} for p in sorted(FIXTURE.glob("*.patch"))]
+@pytest.fixture
+def mbox_url() -> Iterator[tuple[str, str]]:
+    """The fixture series as one git format-patch mbox served on loopback: (URL, sha256)."""
+    body = "".join(p.read_text() for p in sorted(FIXTURE.glob("*.patch"))).encode()
+
+    class Mbox(http.server.BaseHTTPRequestHandler):
+        def do_GET(self):  # noqa: N802 - http.server's name
+            self.send_response(200 if self.path == "/series.mbox" else 404)
+            self.send_header("Content-Type", "application/mbox")
+            self.end_headers()
+            if self.path == "/series.mbox":
+                self.wfile.write(body)
+
+        def log_message(self, *args):
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Mbox)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}/series.mbox", hashlib.sha256(body).hexdigest()
+    finally:
+        server.shutdown()
+
+
+def test_null_series_is_cached_not_significant_and_resumes(tmp_path, mbox_url):
+    url, sha256 = mbox_url
+    series = [{"url": url, "sha256": sha256}]
     proc = ab(tmp_path, ab_series=series, ab_boots=2)
     out = proc.stdout
     assert proc.returncode == 0, out[-6000:] + proc.stderr[-2000:]
@@ -71,6 +102,10 @@ def test_null_series_is_cached_not_significant_and_resumes(tmp_path):
     assert row["ci95_ns"][0] <= 0 <= row["ci95_ns"][1], row
     letter = (run / "cover-letter.txt").read_text()
     assert "pktgen_xmit" in letter and "pktgen: show an xdplab fixture marker in pgctrl" in letter, letter
+    subjects = [re.search(r"^Subject: (?:\[PATCH[^]]*\] )?(.*)$", p.read_text(), re.M).group(1)
+                for p in sorted(FIXTURE.glob("*.patch"))]
+    # the cover letter names each patch of the mbox by its subject
+    assert len(subjects) == 2 and all(subject in letter for subject in subjects), (subjects, letter)
 
     # Resume: the last boot's records are gone (as after a kill during it); the same run id runs it alone.
     kept = (run / "boot-01-baseline").stat().st_ino

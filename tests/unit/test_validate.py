@@ -314,3 +314,10 @@ def test_addr_ledger_entry_must_be_canonical():
         check_entry("addr", {"interface": "eth1", "address": "2001:DB8:10::1/64"})
     with pytest.raises(LedgerError, match="prefix length"):
         check_entry("addr", {"interface": "eth1", "address": "2001:db8:10::1"})
+
+
+@pytest.mark.parametrize("name", ["0..", "a..b", "eth0.."])
+def test_ifname_with_dot_dot_refused(name):
+    # Linux allows such names, but no NIC is called so, and every other validator refuses '..'
+    with pytest.raises(_validate.ValidationError, match=re.escape(repr(name))):
+        _validate.ifname(name)

@@ -75,10 +75,10 @@ def ifname(value: Any, where: str = "") -> str:
         raise ValidationError(
             f"{_where(where)}interface must be a network interface name, got {name!r}: {size} bytes, longer"
             f" than {IFNAMSIZ - 1} (IFNAMSIZ)")
-    if not IFNAME_RE.match(name):
+    if not IFNAME_RE.match(name) or ".." in name:
         raise ValidationError(
             f"{_where(where)}interface must be a network interface name (letters, digits and '_.+=-', not"
-            f" starting with '-' or '.'; no '/', ':', '%', quote, whitespace or NUL), got {name!r}")
+            f" starting with '-' or '.'; no '..', '/', ':', '%', quote, whitespace or NUL), got {name!r}")
     return name
 
 

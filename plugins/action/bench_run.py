@@ -19,6 +19,7 @@ from typing import Any
 from ansible import constants as C
 from ansible.errors import AnsibleError
 from ansible.module_utils.common.text.converters import to_text
+from ansible.module_utils.parsing.convert_bool import boolean
 from ansible.plugins.action import ActionBase
 from ansible.utils.display import Display
 from ansible_collections.xdplab.testbed.plugins.module_utils.common._atomic_files import write_json_atomic
@@ -145,6 +146,27 @@ class ActionModule(ActionBase):
         out.setdefault("inventory_hostname", host)
         return out
 
+    def _set_become(self, conn: Any, variables: dict, task_keys: dict) -> None:
+        """Privilege escalation on the DUT as Ansible's task executor sets it up for a task there: the
+        host's ansible_become / ansible_become_method (else the task's), with the become plugin's own
+        options from the host's variables. Without it the sampler ran as the ssh user, which may not
+        read the DUT's BPF programs."""
+        if variables.get("ansible_become") is not None:
+            become = boolean(self._templar.template(variables["ansible_become"]))
+        else:
+            become = self._task.become
+        if not become:
+            return
+        method = (self._templar.template(variables["ansible_become_method"]) if variables.get("ansible_become_method")
+                  else self._task.become_method)
+        plugin = self._shared_loader_obj.become_loader.get(method)
+        if plugin is None:
+            raise AnsibleError(f"become method {method!r} not found")
+        options = {k: self._templar.template(variables[k])
+                   for k in C.config.get_plugin_vars("become", plugin._load_name) if k in variables}
+        plugin.set_options(task_keys=task_keys, var_options=options)
+        conn.set_become_plugin(plugin)
+
     def _run_on_host(self, host: str, module_name: str, module_args: dict, task_vars: dict) -> dict:
         variables = self._host_vars(host, task_vars)
         conn_type = self._templar.template(variables.get("ansible_connection", "ssh"))
@@ -162,6 +184,7 @@ class ActionModule(ActionBase):
         shell_opts = {k: self._templar.template(variables[k])
                       for k in C.config.get_plugin_vars("shell", conn._shell._load_name) if k in variables}
         conn._shell.set_options(task_keys=task_keys, var_options=shell_opts)
+        self._set_become(conn, variables, task_keys)
         task = self._task.copy()
         task.delegate_to = None  # the module runs on `host` itself, through its own connection
         handler = self._shared_loader_obj.action_loader.get(

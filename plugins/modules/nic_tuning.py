@@ -78,7 +78,9 @@ options:
     type: int
   on_unsupported:
     description:
-      - What to do with a setting the device does not support (group or key missing, feature fixed).
+      - What to do with a setting the device does not support (group or key missing, feature fixed, or a group
+        the driver reads but refuses to set, as virtio_net's coalescing without the device's notification
+        coalescing feature).
       - C(fail) fails naming the device and the setting and applies nothing; C(warn) skips it with a warning;
         C(skip) skips it and lists it in RV(skipped_settings).
       - Invalid values (above a maximum, unknown names) always fail.
@@ -160,6 +162,13 @@ skipped_settings:
   type: list
   elements: str
   sample: ["dut0: coalesce setting rx_usecs is not supported by the device (Operation not supported)"]
+refused_groups:
+  description:
+    - Groups the driver refused to set although it reads them (skipped under I(on_unsupported=warn) or C(skip)).
+  returned: with I(state=present)
+  type: list
+  elements: str
+  sample: ["coalesce"]
 mismatched:
   description: Settings whose read-back differs from what was written (driver rounding, dependencies).
   returned: always
@@ -230,7 +239,8 @@ def run(module: AnsibleModule) -> dict[str, Any]:
         return result
 
     result: dict[str, Any] = {
-        "changed": False, "interface": ifname, "changes": {}, "before": {}, "skipped_settings": [], "mismatched": {},
+        "changed": False, "interface": ifname, "changes": {}, "before": {}, "skipped_settings": [],
+        "refused_groups": [], "mismatched": {},
         "snapshot_path": store.path(key), "snapshot_created": False, "snapshot_removed": False,
     }
     desired = _tuning.normalize_request(p)
@@ -261,7 +271,17 @@ def run(module: AnsibleModule) -> dict[str, Any]:
                 written, _doc = store.save(key, "nic", ifname, _tuning.snapshot_from_raw(raw, link),
                                            module.atomic_move)
                 result["snapshot_created"] = written
-            _restore.apply_nic_all_or_nothing(eth, ifname, plan)
+            refused: list[tuple[str, str]] = []
+            _restore.apply_nic_all_or_nothing(eth, ifname, plan,
+                                              refused=None if p["on_unsupported"] == "fail" else refused)
+            for group, msg in refused:  # read but not settable: unsupported, under on_unsupported
+                if p["on_unsupported"] == "warn":
+                    module.warn(msg)
+                plan.changes.pop(group, None)
+                plan.before.pop(group, None)
+            result["skipped_settings"] = soft + [msg for _group, msg in refused]
+            result["refused_groups"] = [group for group, _msg in refused]
+            result.update(changes=plan.changes, before=plan.before, changed=plan.changed)
             raw, unsupported_groups, link = _restore.read_nic(eth, ifname)
             result["mismatched"] = _restore.nic_mismatches(plan, raw, link)
             for group, keys in result["mismatched"].items():

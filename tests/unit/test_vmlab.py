@@ -47,8 +47,10 @@ def test_argv_gives_each_test_nic_its_tap_fds_and_queues(guest):
     assert _opt(argv, "-netdev")[1:] == ["tap,id=n1,fds=7,vhost=off", "tap,id=n2,fds=8:9,vhost=off"]
     devices = _opt(argv, "-device")
     assert "igb,netdev=n1,mac=52:54:01:00:01:01" in devices
-    # Multiqueue virtio: mq on, 2 vectors per queue pair + config + control.
-    assert "virtio-net-pci,netdev=n2,mac=52:54:01:00:01:02,mq=on,vectors=6" in devices
+    # Multiqueue virtio: mq on, 2 vectors per queue pair + config + control; a modern device on the
+    # DMA API (iommu_platform), which virtio_net's AF_XDP zero copy needs.
+    assert ("virtio-net-pci,netdev=n2,mac=52:54:01:00:01:02,disable-legacy=on,iommu_platform=on,"
+            "mq=on,vectors=6") in devices
 
 
 def test_argv_never_writes_the_shared_image(guest):

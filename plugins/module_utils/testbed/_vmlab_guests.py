@@ -168,8 +168,13 @@ def plan_argv(guest: Guest, tap_fds: dict[int, list[int]]) -> list[str]:
         nid = f"n{slot}"
         argv += ["-netdev", f"tap,id={nid},fds={':'.join(str(fd) for fd in fds)},vhost=off"]
         dev = f"{nic.model},netdev={nid},mac={mac(guest, slot)}"
-        if nic.model == "virtio-net-pci" and nic.queues > 1:
-            dev += f",mq=on,vectors={2 * nic.queues + 2}"
+        if nic.model == "virtio-net-pci":
+            # A modern device that negotiates VIRTIO_F_ACCESS_PLATFORM: the guest's virtio_net then
+            # maps its rings through the DMA API, and AF_XDP zero copy needs that (virtnet_xsk_pool_enable
+            # refuses a queue without a DMA device).
+            dev += ",disable-legacy=on,iommu_platform=on"
+            if nic.queues > 1:
+                dev += f",mq=on,vectors={2 * nic.queues + 2}"
         argv += ["-device", dev]
     return argv
 

@@ -10,7 +10,7 @@ export LC_ALL := C.UTF-8
 # The guest kernel the QEMU runner tests boot: built by the kernel role (molecule/kernel) unless given.
 GUEST_KERNEL ?= /var/lib/xdplab/kernel/baseline/bzImage
 
-.PHONY: help deps deps-apt deps-test venv venv-test collection bench test unit integration qemu faults lint sanity molecule bench-perf build clean vmlab vmlab-up vmlab-down vmlab-test
+.PHONY: help deps deps-apt deps-test venv venv-test collection bench test unit integration qemu faults lint sanity molecule bench-perf build clean vmlab vmlab-up vmlab-down vmlab-test vmlab-faults
 
 help:
 	@echo "make bench       install everything, run bench.yml on the virtual test bed"
@@ -18,7 +18,8 @@ help:
 	@echo "make bench-perf  generator and harness-overhead benchmark (prints figures)"
 	@echo "make build       ansible-galaxy collection build"
 	@echo "make vmlab       the lab in a box: guests up, smoke check over ssh, guests down"
-	@echo "make vmlab-test  molecule/vmlab: real drivers tuned, XDP native, the kernel's driver selftests"
+	@echo "make vmlab-test  molecule/vmlab (real drivers tuned, XDP native, driver selftests), then vmlab-faults"
+	@echo "make vmlab-faults  a run SIGKILLed on the lab's real drivers, then teardown: all as before"
 
 # Debian packages (root). A stamp keyed on the package list and the project's apt sources avoids
 # re-running apt. The sources in files/apt (bookworm-backports) go in before apt-get update; a line
@@ -122,6 +123,16 @@ vmlab-up: deps
 
 vmlab-test: deps-test
 	cd $(CURDIR) && $(BIN)/molecule test -s vmlab
+	$(MAKE) --no-print-directory vmlab-faults
+
+# A run SIGKILLed on the lab's real drivers, then teardown (tests/vmlab): the lab is brought up for it
+# and always taken down again.
+vmlab-faults: deps-test
+	@rc=0; $(BIN)/ansible-playbook $(VMLAB_INV) playbooks/vmlab_up.yml $(VMLAB_ARGS) \
+	  && $(BIN)/ansible-playbook $(VMLAB_INV) playbooks/prereqs.yml $(VMLAB_ARGS) \
+	  && $(BIN)/pytest -q tests/vmlab || rc=1; \
+	$(BIN)/ansible-playbook $(VMLAB_INV) playbooks/vmlab_down.yml $(VMLAB_ARGS) || rc=1; \
+	exit $$rc
 
 vmlab-down: deps
 	$(BIN)/ansible-playbook $(VMLAB_INV) playbooks/vmlab_down.yml $(VMLAB_ARGS)

@@ -57,9 +57,10 @@ def read_back(guest: str) -> dict[str, str]:
     return {name: ssh(guest, f"LC_ALL=C; {cmd}") for name, cmd in READ_BACK.items()}
 
 
-def playbook(args: list[str], log: Path) -> subprocess.Popen:
+def playbook(name: str, extra: dict | None, log: Path) -> subprocess.Popen:
     fh = open(log, "w", encoding="utf-8")  # noqa: SIM115 - the child holds it; closed with the process
-    return subprocess.Popen([str(PLAYBOOK), "-i", "inventories/vmlab", *args], cwd=ROOT,  # noqa: S603
+    argv = [str(PLAYBOOK), "-i", "inventories/vmlab", name] + (["-e", json.dumps(extra)] if extra else [])
+    return subprocess.Popen(argv, cwd=ROOT,  # noqa: S603
                             stdout=fh, stderr=subprocess.STDOUT, start_new_session=True,
                             env=dict(os.environ, ANSIBLE_NOCOLOR="1", PATH=f"{PLAYBOOK.parent}:{os.environ['PATH']}"))
 
@@ -96,9 +97,8 @@ def test_sigkilled_bench_then_teardown_leaves_the_real_nics_as_they_were(lab, tm
     """
     before = lab
     log = tmp_path / "bench.log"
-    run = playbook(["bench.yml", "-e", json.dumps({
-        "bench_scenarios": ["xdp_drop"], "bench_repetitions": 3, "bench_duration": 20,
-        "xdplab_results_root": str(tmp_path / "results")})], log)
+    run = playbook("bench.yml", {"bench_scenarios": ["xdp_drop"], "bench_repetitions": 3, "bench_duration": 20,
+                                 "xdplab_results_root": str(tmp_path / "results")}, log)
     try:
         def tuned_and_attached() -> bool:
             dut = ssh("vmdut", f"ethtool -c {PORT}; ip -d link show {PORT}")
@@ -112,7 +112,7 @@ def test_sigkilled_bench_then_teardown_leaves_the_real_nics_as_they_were(lab, tm
     assert "rx-usecs: 30" in killed["coalesce"] and killed["ledger"].strip(), killed
 
     down_log = tmp_path / "teardown.log"
-    down = playbook(["playbooks/teardown.yml"], down_log)
+    down = playbook("playbooks/teardown.yml", None, down_log)
     assert down.wait(900) == 0, f"teardown failed; log {down_log}"
     for guest, was in before.items():
         now = read_back(guest)

@@ -123,7 +123,8 @@ def test_xsk_vs_syscall_default_inventory(tmp_path):
     recs = check_ok(proc, tmp_path, "xsk_vs_syscall", variants)
     by_variant = {r["variant"]: r for r in recs.values()}
     assert by_variant["tx_syscall"]["tool"] == "udpgen" and by_variant["tx_xsk_copy"]["tool"] == "xskgen"
-    # every record says how its socket was bound: veth has no zero copy, so auto falls back and says why
+    # every record says how its socket was bound: the forced copy says it was asked for; rx_xsk (auto)
+    # falls back to copy, veth having no zero copy
     assert by_variant["tx_xsk_copy"]["reps"][0]["gen_figures"]["bind_mode"] == "copy"
     assert by_variant["tx_xsk_copy"]["reps"][0]["gen_figures"]["mode_note"] == "copy (asked)"
     assert "bind_mode" not in by_variant["tx_syscall"]["reps"][0].get("gen_figures", {})

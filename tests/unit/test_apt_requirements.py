@@ -19,7 +19,7 @@ import subprocess
 import pytest
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
-# The project's copy of the base image's package list; the shared original is compared when present.
+# The project's copy of the base image's package list (what a fresh machine has before `make`).
 BASE_IMAGE = ROOT / "tests" / "unit" / "fixtures" / "debian12-base-image-apt.txt"
 
 # program -> Debian package. One row per program, whoever runs it.

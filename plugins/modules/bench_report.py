@@ -151,6 +151,9 @@ def main() -> None:
         module.fail_json(msg=missing_required_lib("matplotlib"), exception=MPL_ERR)
     if len(p["results"]) not in (1, 2):
         module.fail_json(msg=f"results must be one path or a list of two, got {len(p['results'])}: {p['results']}")
+    for what, path in [("dest", p["dest"])] + [("results", r) for r in p["results"]]:
+        if "\x00" in path:
+            module.fail_json(msg=f"{what} {path!r} holds a NUL byte: not a path")
     comparing = len(p["results"]) == 2 or bool(p["baseline_variant"])
     dest_dir = os.path.realpath(os.path.dirname(os.path.abspath(p["dest"])))
     if comparing and any(os.path.realpath(r) == dest_dir for r in p["results"]):

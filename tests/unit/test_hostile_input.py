@@ -355,3 +355,13 @@ def test_zz_every_hostile_target_ran(capsys):
                 "ledger: hostile state_file path", "ledger: hostile pid"} | {f"module: {n}" for n in MODULE_NAMES}
     missing = sorted(what for what in expected if HOSTILE_COUNT.get(what, 0) < 1)
     assert not missing, f"no hostile cases ran for {missing} (run the whole file: this test reads the others' counts)"
+
+
+@pytest.mark.parametrize("args", [
+    {"results": ["/tmp/r"], "dest": "/tmp/re\x00port.txt"},
+    {"results": ["/tmp/r\x00", "/tmp/s"], "dest": "/tmp/cmp.txt"},
+])
+def test_a_nul_byte_in_a_report_path_is_named(args):
+    # found by the property test above: os.path.realpath raised ValueError out of the module
+    kind, result, _calls = drive("bench_report", args)
+    assert kind == "fail" and "holds a NUL byte: not a path" in result["msg"], result

@@ -289,6 +289,13 @@ def run(module: AnsibleModule) -> dict:
         if p["proc_dir"] == "/proc/net/pktgen" and not os.path.exists(f"/sys/class/net/{spec['interface']}"):
             raise PktgenError(f"pktgen interface {spec['interface']!r} does not exist")
         return {"changed": True, "commands": [f"{f}: {c}" for f, c in [("pgctrl", "reset"), *commands(spec)]]}
+    # state=run: this process is recorded in the ledger before pktgen is configured, so a run killed
+    # with it (its playbook SIGKILLed, its ssh session gone) is stopped and reset by teardown; the entry
+    # goes once pktgen is reset.
+    own_entry = None
+    if p["state"] == "run" and p["ledger_dir"]:
+        own_entry = _ledger.record_process(p["ledger_dir"], os.getpid(), current_netns(), p["run_id"],
+                                           tool="pktgen", pktgen=p["proc_dir"])
     try:
         pg.configure(spec)
         if p["state"] == "started":
@@ -308,10 +315,17 @@ def run(module: AnsibleModule) -> dict:
             pg.reset()
         except PktgenError:
             pass
+        _forget(own_entry)
         raise
     pg.reset()
+    _forget(own_entry)
     out.update(changed=True, commands=pg.log, cpu=cpu)
     return out
+
+
+def _forget(entry: str | None) -> None:
+    if entry and os.path.lexists(entry):
+        os.unlink(entry)
 
 
 def main() -> None:

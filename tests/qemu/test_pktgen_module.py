@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -158,6 +159,32 @@ def test_a_run_killed_after_start_is_undone_by_the_ledger(dummy, tmp_path):
     assert configured_devices() == []
     assert not Path(f"/proc/{res['pid']}").exists() or "Z" in Path(f"/proc/{res['pid']}/stat").read_text().split()[2]
     assert ledger_entries(ledger) == []
+
+
+def test_a_blocking_run_records_itself_and_a_killed_one_is_undone(dummy, tmp_path):
+    # state=run: the module's own process is in the ledger while pktgen runs, and the entry goes with
+    # the run; a run SIGKILLed with its play (nothing resets pktgen) is stopped and reset by the ledger.
+    ledger = tmp_path / "ledger"
+    res = run_module({"interface": dummy, "count": 2000, "pkt_size": 64, "ledger_dir": str(ledger)}, tmp_path)
+    assert not res.get("failed") and res["packets"] == 2000, res
+    assert ledger_entries(ledger) == [], "a finished run left its ledger entry"
+    args = tmp_path / "args.json"
+    args.write_text(json.dumps({"ANSIBLE_MODULE_ARGS": {"interface": dummy, "duration": 600, "pkt_size": 64,
+                                                        "ledger_dir": str(ledger)}}))
+    proc = subprocess.Popen([sys.executable, str(MODULE), str(args)],  # noqa: S603
+                            env=dict(os.environ, PYTHONPATH=str(ROOT / ".collections")),
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 60
+    while dummy not in configured_devices() and time.monotonic() < deadline:
+        time.sleep(0.2)
+    [entry] = ledger_entries(ledger)
+    assert entry["key"]["pid"] == proc.pid and entry["pktgen"] == str(PG) and entry["tool"] == "pktgen", entry
+    proc.kill()
+    proc.wait()
+    assert dummy in configured_devices(), "pktgen stopped with the process: the kill tests nothing"
+    out = run_module_file(ROOT / "plugins" / "modules" / "ledger.py", {"state": "cleaned", "dir": str(ledger)})
+    assert not out.get("failed"), out
+    assert configured_devices() == [] and ledger_entries(ledger) == []
 
 
 def test_check_mode_configures_nothing(dummy, tmp_path):

@@ -1,7 +1,8 @@
 # Copyright: xdplab.testbed contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""A run SIGKILLed on the lab's real drivers, then playbooks/teardown.yml: every setting as before.
+"""Runs on the lab's real drivers: SIGKILLed then playbooks/teardown.yml, every setting as before; the
+pktgen burst sweep on the DUT's igb port.
 
 Needs the lab up with its prerequisites (`make vmlab-faults` does that, runs this and takes the lab
 down). The guests are reached over ssh with the lab's key, as the inventory reaches them.
@@ -40,6 +41,7 @@ READ_BACK = {
     "ledger": "ls -A /var/lib/xdplab/ledger 2>/dev/null || true",
     "tuning_snapshots": "ls -A /var/lib/xdplab/tuning 2>/dev/null || true",
     "processes": "pgrep -a -x 'xdpgen|xskgen|xsksink|udpsink|udpgen|sockperf|iperf3' || true",
+    "pktgen": "grep -h -E '^(Running|Stopped):' /proc/net/pktgen/kpktgend_* 2>/dev/null || true",
 }
 
 
@@ -118,3 +120,56 @@ def test_sigkilled_bench_then_teardown_leaves_the_real_nics_as_they_were(lab, tm
         now = read_back(guest)
         differ = {k: {"before": was[k], "after": now[k]} for k in was if now[k] != was[k]}
         assert not differ, f"{guest} is not as it was before the run: {json.dumps(differ, indent=1)}"
+
+
+def pktgen_sending() -> bool:
+    lines = ssh("vmdut", READ_BACK["pktgen"]).splitlines()
+    return any(line.startswith("Running:") and PORT in line.split() for line in lines)
+
+
+def test_pktgen_burst_sweeps_the_dut_igb_port_and_a_killed_sweep_is_undone(lab, tmp_path):
+    """pktgen_burst.yml on the lab (pktgen_burst_on: dut): the DUT's own pktgen sends out its igb port to
+    the generator, one record per (burst, variant) naming the igb driver, the frames arrive on the
+    generator's igb port, and both guests are as before. Then a sweep SIGKILLed while pktgen sends
+    (nothing stops it but the DUT's ledger entry of the pktgen module) is stopped and reset by teardown.
+    """
+    before = lab
+    rx = f"cat /sys/class/net/{PORT}/statistics/rx_packets"
+    received = int(ssh("vmgen", rx))
+    log = tmp_path / "pktgen.log"
+    results = tmp_path / "results"
+    run = playbook("playbooks/pktgen_burst.yml", {
+        "scenarios_repetitions": 1, "scenarios_duration": 2, "xdplab_results_root": str(results),
+        "scenarios_pktgen_burst_matrix": {"burst": [1, 32], "pkt_size": [64]}}, log)
+    assert run.wait(1200) == 0, f"pktgen_burst.yml failed; log {log}"
+    [run_dir] = [d for d in results.iterdir() if d.is_dir()]
+    records = [json.loads(p.read_text()) for p in sorted(run_dir.glob("pktgen_burst__*.json"))]
+    points = sorted((r["variant"], r["params"]["burst"], r["params"]["clone_skb"]) for r in records)
+    assert points == [("clone_off", 1, 0), ("clone_off", 32, 0), ("clone_on", 1, 64), ("clone_on", 32, 64)], points
+    for rec in records:
+        assert rec["params"]["device"] == "igb" and rec["environment"]["nic"][PORT]["driver"] == "igb", rec["params"]
+        assert rec["samples"][0] > 0 and rec["counters"]["gen_errors"] == 0, rec["counters"]
+    sent = sum(rec["counters"]["gen_packets"] for rec in records)
+    # The emulated receiver drops what it cannot take; what arrived crossed the lab's igb wire.
+    assert int(ssh("vmgen", rx)) - received > sent // 10, (received, sent)
+    for guest, was in before.items():
+        now = read_back(guest)
+        assert now == was, f"{guest} after the sweep: {json.dumps({k: now[k] for k in now if now[k] != was[k]})}"
+
+    log = tmp_path / "killed.log"
+    run = playbook("playbooks/pktgen_burst.yml", {
+        "scenarios_repetitions": 1, "scenarios_duration": 600, "scenarios_budget": 0,
+        "xdplab_results_root": str(results), "scenarios_pktgen_burst_matrix": {"burst": [8], "pkt_size": [64]},
+        "scenarios_pktgen_burst_variants": ["clone_off"]}, log)
+    try:
+        wait_for(pktgen_sending, 600, "pktgen sending on the DUT", run, log)
+    finally:
+        os.killpg(run.pid, signal.SIGKILL)
+        run.wait(30)
+    time.sleep(3)
+    assert pktgen_sending(), "pktgen stopped with the play: the kill proves nothing"
+    down_log = tmp_path / "teardown.log"
+    assert playbook("playbooks/teardown.yml", None, down_log).wait(900) == 0, f"teardown failed; log {down_log}"
+    for guest, was in before.items():
+        now = read_back(guest)
+        assert now == was, f"{guest} after teardown: {json.dumps({k: now[k] for k in now if now[k] != was[k]})}"

@@ -46,6 +46,9 @@ sys.path.insert(0, _collections_root(os.path.dirname(os.path.abspath(__file__)))
 from ansible_collections.xdplab.testbed.plugins.module_utils.common._atomic_files import write_json_atomic  # noqa: E402
 from ansible_collections.xdplab.testbed.plugins.module_utils.results import _record_schema as _record  # noqa: E402
 from ansible_collections.xdplab.testbed.plugins.module_utils.results import _sweep  # noqa: E402
+from ansible_collections.xdplab.testbed.plugins.module_utils.results._pktgen_record import (  # noqa: E402
+    pktgen_step_record,
+)
 from ansible_collections.xdplab.testbed.plugins.module_utils.traffic._pktgen_proc import (  # noqa: E402
     Pktgen,
     PktgenError,
@@ -137,20 +140,12 @@ def main() -> int:
                 pass
             continue
         pg.reset()
-        params = dict(step["sweep"], pkt_size=spec["pkt_size"],
-                      burst=spec["burst"], clone_skb=spec["clone_skb"], duration=spec["duration"],
-                      device=device["kind"], threads=len(spec["threads"]), sample="repetition")
-        if plan.get("build", "baseline") is not None:
-            params["build"] = plan.get("build", "baseline")
         scenario = step.get("scenario", plan["scenario"])
-        rec = _record.build_record(
-            run_id=plan["run_id"], scenario=scenario, variant=step["variant"], tool="pktgen",
-            params=params, samples=[float(res["pps"])],
-            counters={"gen_packets": int(res["packets"]), "gen_errors": int(res["errors"])},
-            environment=env, started=started, duration_s=time.monotonic() - t0,
-            extra={"reps": [{"gen_packets": res["packets"], "gen_seconds": seconds, "gen_cpu": cpu,
-                             "devices": res["devices"]}],
-                   "bound": "generator-bound", **extra_unit})
+        rec = pktgen_step_record(
+            run_id=plan["run_id"], scenario=scenario, variant=step["variant"], sweep=step["sweep"], spec=spec,
+            result=dict(res, seconds=seconds, cpu=cpu), device_kind=device["kind"], environment=env,
+            started=started, duration_s=time.monotonic() - t0, build=plan.get("build", "baseline"),
+            extra=extra_unit)
         records[step["key"]] = _sweep.merge_record(records.get(step["key"]), rec)
         write_json_atomic(os.path.join(args.out, f"{scenario}__{step['key']}"), records[step["key"]])
         print(f"[{step['index'] + 1}/{len(plan['steps'])}] {step['variant']} {json.dumps(step['sweep'])}: "

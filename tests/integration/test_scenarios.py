@@ -186,3 +186,13 @@ def test_over_budget_refused_before_anything_is_built(tmp_path):
     assert "over budget" in proc.stdout, proc.stdout[-3000:]
     assert "Bring up the virtual test bed" not in proc.stdout and "Take the run lock" not in proc.stdout
     assert not (tmp_path / "results").exists()
+
+
+def test_pktgen_burst_on_neither_qemu_nor_dut_is_named(tmp_path):
+    # pktgen_burst.yml runs in a QEMU-booted kernel (qemu) or on a lab DUT (dut): anything else fails
+    # naming the value before a kernel is built or a run begins.
+    proc = play("pktgen_burst", tmp_path, prefix("p"), {"pktgen_burst_on": "guest"})
+    assert proc.returncode != 0
+    assert "pktgen_burst_on is guest: it must be qemu" in proc.stdout, proc.stdout[-3000:]
+    assert "Build the guest kernel" not in proc.stdout and "Take the run lock" not in proc.stdout, proc.stdout[-3000:]
+    assert not (tmp_path / "results").exists()

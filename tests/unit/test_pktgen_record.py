@@ -20,7 +20,8 @@ RESULT = {"changed": True, "pps": 61234.5, "packets": 122469, "errors": 0, "seco
 
 
 def step(result=None, variant="clone_on", build="baseline"):
-    return pktgen_record(RESULT if result is None else result, run_id="20261202-100000-ab12", scenario="pktgen_burst", variant=variant,
+    return pktgen_record(RESULT if result is None else result, run_id="20261202-100000-ab12",
+                         scenario="pktgen_burst", variant=variant,
                          sweep={"burst": 8, "pkt_size": 64}, spec=SPEC, device_kind="igb",
                          started="2026-12-02T10:00:00Z", environment={"kernel": "6.12.117-vmlab"}, build=build)
 

@@ -93,6 +93,11 @@ def bed(tmp_path_factory):
     try:
         yield tmp
     finally:
+        # The cases attach the DUT's counter and leave it for the next case: detach it (and its ledger
+        # entry) before the namespaces go, so this module leaves nothing behind on its own.
+        subprocess.run([str(BIN / "ansible"), "-i", str(tmp / "hosts.yml"), "dut", "-m", "xdplab.testbed.xdp_prog",
+                        "-a", "interface=veth0 state=detached"],
+                       cwd=ROOT, env=ansible_env(), capture_output=True, text=True, timeout=300, check=False)
         topo("absent")
 
 
@@ -116,7 +121,7 @@ def run_case(bed: Path, case: dict, attach: bool = True) -> dict:
 def base_case(**kw) -> dict:
     case = {
         "tool": "xdpgen", "binary": "/var/lib/xdplab/bin/xdpgen", "repetitions": 2, "dut": "dut",
-        "params": {"interface": "veth0", "pkt_size": 64, "duration": 1, "dst_mac": mac(f"{PREFIX}dut")},
+        "params": {"interface": "veth0", "pkt_size": 64, "duration": 2, "dst_mac": mac(f"{PREFIX}dut")},
         "counter": {"type": "xdp", "interface": "veth0", "action": "drop"}, "scenario": "it",
     }
     case.update(kw)

@@ -105,7 +105,7 @@ def test_minimal_install_has_no_ansible_package(minimal):
 def test_bench_playbook_runs_from_the_installed_copy(installed, minimal):
     tmp, colls = installed
     proc = run([str(minimal / "ansible-playbook"), "xdplab.testbed.bench",
-                "-e", json.dumps({"bench_scenarios": ["xdp_drop"], "bench_repetitions": 2, "bench_duration": 1})],
+                "-e", json.dumps({"bench_scenarios": ["xdp_drop"], "bench_repetitions": 2, "bench_duration": 2})],
                cwd=tmp, env=installed_env(tmp, colls))
     assert "failed=0" in proc.stdout
     (run_dir,) = (tmp / "results").iterdir()

@@ -31,7 +31,9 @@ pytestmark = pytest.mark.root
 ROOT = Path(__file__).resolve().parents[2]
 PLAYBOOK = ROOT / ".venv" / "bin" / "ansible-playbook"
 LOCK = "/run/xdplab/run.lock"
-SMALL = {"scenarios_repetitions": 1, "scenarios_duration": 1, "xdplab_lock_wait": 900}
+# 2 s per step: at 10 Hz a 1 s burst keeps about 8 interior intervals, and on a loaded machine ramp
+# trimming once left fewer than 3 (a "short" burst, rightly refused as a rate).
+SMALL = {"scenarios_repetitions": 1, "scenarios_duration": 2, "xdplab_lock_wait": 900}
 
 
 def prefix(tag: str) -> str:

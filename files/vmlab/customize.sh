@@ -1,7 +1,7 @@
 #!/bin/sh
 # xdplab.testbed vmlab guest image: mmdebstrap customize hook, run with the image root as $1.
 # Adds the lab user (no password: key only, through the lab share at boot), sudo for it, sshd's
-# settings, the init and busybox init's inittab.
+# settings, the init and busybox init's inittab, and GRUB's settings for a guest that boots from its disk.
 set -eu
 if [ $# -ne 1 ] || [ ! -d "$1/etc" ] || [ "$(readlink -f "$1")" = / ]; then
     echo "customize.sh: needs one argument, the image root being built (got: $*)" >&2
@@ -15,6 +15,8 @@ install -m 0440 "$here/sudoers" "$root/etc/sudoers.d/xdplab"
 install -m 0644 "$here/sshd_config" "$root/etc/ssh/sshd_config.d/xdplab.conf"
 install -m 0755 "$here/xdplab-init" "$root/usr/local/sbin/xdplab-init"
 install -m 0644 "$here/inittab" "$root/etc/inittab"
+install -m 0644 "$here/grub" "$root/etc/default/grub"
+mkdir -p "$root/boot"
 printf '/dev/vda / ext4 rw 0 1\n' > "$root/etc/fstab"
 printf 'xdplab-vmlab\n' > "$root/etc/hostname"
 printf '127.0.0.1 localhost\n' > "$root/etc/hosts"

@@ -85,6 +85,13 @@ options:
     type: list
     elements: path
     default: []
+  disks:
+    description:
+      - Raw disk images attached read-write on virtio-blk, in order C(/dev/vda), C(/dev/vdb)... (the guest kernel
+        needs virtio-blk). The command may write them (a disk image being built, say).
+    type: list
+    elements: path
+    default: []
   shares:
     description: Extra host directories shared over virtio-9p.
     type: list
@@ -268,6 +275,7 @@ def main() -> None:
                     readonly=dict(type="bool", default=True),
                 ),
             ),
+            disks=dict(type="list", elements="path", default=[]),
             timeout=dict(type="int", default=600),
             rundir=dict(type="path"),
             fail_on_rc=dict(type="bool", default=True),
@@ -308,6 +316,7 @@ def main() -> None:
             env={str(k): str(v) for k, v in p["environment"].items()},
             shares=[_qemu.Share(**s) for s in p["shares"]],
             host_dirs=p["host_dirs"],
+            disks=p["disks"],
             python_dirs=python_dirs(),
             chdir=p["chdir"],
             qemu=qemu,

@@ -16,6 +16,9 @@ description:
   - The QEMU process is recorded in the state ledger O(ledger_dir) before it execs, and the task waits until the
     guest's sshd answers. A guest whose sshd does not answer within O(boot_timeout), or whose QEMU exits, is
     killed and its ledger entry removed; the task fails naming the guest, with the console's last lines.
+  - With O(boot=disk) the guest instead boots GRUB from its own copy of the partitioned disk image O(image)
+    (C(disk.img) in O(rundir), kept across the guest's reboots), a DUT whose kernel is installed and booted as on a
+    host. A reboot of such a guest resets the machine; QEMU keeps running.
   - O(state=stopped) kills the guest recorded in O(rundir) (only if its command line is the one recorded) and
     removes its run directory and ledger entry.
 version_added: "0.2.0"
@@ -40,11 +43,20 @@ options:
     type: int
     default: 1
   kernel:
-    description: bzImage to boot. Required with O(state=started).
+    description: bzImage to boot. Required with O(state=started) and O(boot=kernel).
     type: path
   image:
-    description: Raw ext4 root image (never written). Required with O(state=started).
+    description:
+      - With O(boot=kernel), the raw ext4 root image (never written); with O(boot=disk), the partitioned disk
+        image with GRUB that the guest's own disk is copied from (never written). Required with O(state=started).
     type: path
+  boot:
+    description:
+      - V(kernel) boots O(kernel) directly (a panic or a reboot ends QEMU); V(disk) boots GRUB from the guest's
+        copy of O(image).
+    type: str
+    choices: [kernel, disk]
+    default: kernel
   rundir:
     description: Per-guest run directory (console log, pid file, the read-only lab share).
     type: path
@@ -235,7 +247,7 @@ def _kill(pid: int, grace: float = 5.0) -> None:
             time.sleep(0.1)
 
 
-_OURS = ("guest.json", "share", "console.log", "qemu.log", "qemu.pid")
+_OURS = ("guest.json", "share", "console.log", "qemu.log", "qemu.pid", _vmlab.DISK_FILE)
 
 
 def _check_rundir(module: AnsibleModule, name: str, rundir: str) -> None:
@@ -334,12 +346,13 @@ def main() -> None:
                 queues=dict(type="int", default=1),
             )),
             append=dict(type="str", default=""),
+            boot=dict(type="str", choices=list(_vmlab.BOOTS), default="kernel"),
             boot_timeout=dict(type="float", default=300),
             ledger_dir=dict(type="path", default="/var/lib/xdplab/vmlab/ledger"),
             wait=dict(type="bool", default=True),
             kvm_grace=dict(type="float", default=5.0),
         ),
-        required_if=[("state", "started", ("kernel", "image", "ssh_port"))],
+        required_if=[("state", "started", ("image", "ssh_port"))],
         supports_check_mode=True,
     )
     p = module.params
@@ -369,7 +382,7 @@ def main() -> None:
         guest = _vmlab.Guest(
             name=p["name"], index=p["index"], lab_id=p["lab_id"], kernel=p["kernel"], image=p["image"],
             rundir=rundir, ssh_port=p["ssh_port"], memory_mb=p["memory"], cpus=p["cpus"], qemu=qemu,
-            append=p["append"], nics=[_vmlab.Nic(**n) for n in p["nics"]],
+            append=p["append"], nics=[_vmlab.Nic(**n) for n in p["nics"]], boot=p["boot"],
         )
         rc, out, err = module.run_command([qemu, "-device", "help"])
         if rc != 0:
@@ -397,6 +410,13 @@ def main() -> None:
         for fname, text in _vmlab.share_files(guest, p["authorized_key"]).items():
             with open(os.path.join(rundir, "share", fname), "w", encoding="utf-8") as fh:
                 fh.write(text)
+        if guest.boot == "disk":
+            # The guest's own copy of the disk: it installs kernels and reboots on it; the image stays as built.
+            rc, out, err = module.run_command(["cp", "--sparse=always", "--reflink=auto", guest.image,
+                                               os.path.join(rundir, _vmlab.DISK_FILE)])
+            if rc != 0:
+                module.fail_json(msg=f"guest {p['name']!r}: cannot copy the disk image {guest.image}",
+                                 rc=rc, stdout=out, stderr=err)
 
         pid, entry, argv, started = _launch(p, guest, launched)
         if guest.accel == "kvm" and p["accel"] == "auto":

@@ -35,14 +35,15 @@ PACKAGES = {
     "flex": "flex", "bison": "bison", "bc": "bc", "cpio": "cpio", "busybox": "busybox-static",
     "pkg-config": "pkgconf", "xz": "xz-utils", "chromium": "chromium", "mmdebstrap": "mmdebstrap",
     "mke2fs": "e2fsprogs", "mv": "coreutils", "ssh-keygen": "openssh-client", "ssh": "openssh-client",
-    "pgrep": "procps", "sysctl": "procps", "grep": "grep",
+    "pgrep": "procps", "sysctl": "procps", "grep": "grep", "cp": "coreutils", "dd": "coreutils",
+    "truncate": "coreutils", "sfdisk": "fdisk",
 }
 # Run by `make` on the kernel tree and by the kernel role's QEMU initramfs, not named in argv.
 INDIRECT = ("depmod", "flex", "bison", "bc", "cpio", "busybox", "pkg-config", "llvm-strip", "xz")
 # Run only on a real host the kernel role installs a kernel on (kernel_reboot_ok); that host's
 # own bootloader packages, never the controller's.
 TARGET_ONLY = {"grub-reboot": "grub2-common", "grub-set-default": "grub2-common",
-               "update-grub": "grub2-common", "update-initramfs": "initramfs-tools"}
+               "update-grub": "grub2-common", "update-initramfs": "initramfs-tools", "grub-editenv": "grub-common"}
 # Built by the collection itself (files/xdpgen, files/xsk).
 BUILT = {"xdpgen", "xskgen", "xsksink", "udpgen", "udpsink", "flowins"}
 # Shell builtins and words the patterns below catch that are not programs.

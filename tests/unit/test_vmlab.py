@@ -59,6 +59,35 @@ def test_argv_never_writes_the_shared_image(guest):
     assert "snapshot=on" in drive.split(",") and drive.startswith(f"file={guest.image},")
 
 
+def test_a_kernel_booted_guest_ends_with_its_kernel(guest):
+    argv = _vmlab.plan_argv(guest, {1: [7], 2: [8, 9]})
+    assert "-no-reboot" in argv and _opt(argv, "-kernel") == [guest.kernel]
+
+
+def test_a_disk_booted_guest_boots_its_own_copy_through_the_firmware_and_survives_reboots(guest):
+    guest.boot = "disk"
+    argv = _vmlab.plan_argv(guest, {1: [7], 2: [8, 9]})
+    (drive,) = _opt(argv, "-drive")
+    # its own copy, written (kernels are installed on it), never the image it was copied from
+    assert drive.startswith(f"file={guest.rundir}/{_vmlab.DISK_FILE},") and "snapshot=on" not in drive
+    assert guest.image not in " ".join(argv)
+    # GRUB boots it (no -kernel), and a reboot resets the machine rather than ending QEMU
+    assert "-kernel" not in argv and "-append" not in argv and "-no-reboot" not in argv
+    # the same lab share and NICs as a kernel-booted guest
+    assert "virtio-9p-pci,fsdev=labfs,mount_tag=xdplab_lab" in argv and len(_opt(argv, "-netdev")) == 3
+
+
+def test_a_disk_booted_guest_needs_no_kernel_but_its_disk_image(guest):
+    guest.boot, guest.kernel = "disk", ""
+    _vmlab.validate(guest)
+    guest.image = "/nonexistent/disk.img"
+    with pytest.raises(_vmlab.VmlabError, match="guest 'vmdut': disk image '/nonexistent/disk.img' does not exist"):
+        _vmlab.validate(guest)
+    guest.boot = "pxe"
+    with pytest.raises(_vmlab.VmlabError, match="guest 'vmdut': boot 'pxe' is not one of kernel, disk"):
+        _vmlab.validate(guest)
+
+
 def test_argv_is_tcg_or_kvm(guest):
     assert _opt(_vmlab.plan_argv(guest, {1: [7], 2: [8, 9]}), "-accel") == ["tcg"]
     guest.accel = "kvm"

@@ -29,11 +29,12 @@ def _args(tmp_path, **kw):
     return base
 
 
-def _run(args, help_text=HELP_10, start=None, ready=("ready", "SSH-2.0-OpenSSH_9.2p1")):
+def _run(args, help_text=HELP_10, start=None, ready=("ready", "SSH-2.0-OpenSSH_9.2p1"), run_command=None):
     started = start or mock.Mock(side_effect=AssertionError("QEMU must not start"))
+    commands = {"side_effect": run_command} if run_command else {"return_value": (0, help_text, "")}
     with patch_module_args(args), \
             mock.patch("ansible.module_utils.basic.AnsibleModule.get_bin_path", return_value="/usr/bin/qemu"), \
-            mock.patch("ansible.module_utils.basic.AnsibleModule.run_command", return_value=(0, help_text, "")), \
+            mock.patch("ansible.module_utils.basic.AnsibleModule.run_command", **commands), \
             mock.patch.object(_vmlab, "ssh_banner", return_value=None), \
             mock.patch.object(_vmlab, "open_taps", side_effect=lambda ns, taps: {t: [90] for t in taps}), \
             mock.patch.object(_vmlab, "start", started), \
@@ -117,3 +118,37 @@ def test_a_kvm_guest_that_exits_at_once_is_started_again_under_tcg(tmp_path):
     assert not res.get("failed") and res["accel"] == "tcg" and res["pid"] == 102
     assert "failed to set MSR 0x10a" in res["accel_reason"] and "fell back to TCG" in res["accel_reason"]
     assert argvs[0][argvs[0].index("-accel") + 1] == "kvm" and argvs[1][argvs[1].index("-accel") + 1] == "tcg"
+
+
+def test_stopping_needs_only_the_name_and_run_directory_and_removes_the_disk_copy(tmp_path):
+    # as the lab's teardown calls it: no kernel, image or port
+    rundir = tmp_path / "guests" / "vmdut"
+    (rundir / "share").mkdir(parents=True)
+    (rundir / _vmlab.DISK_FILE).write_bytes(b"disk")
+    res, _dummy = _run({"name": "vmdut", "state": "stopped", "rundir": str(rundir),
+                        "ledger_dir": str(tmp_path / "ledger")})
+    assert not res.get("failed") and res["changed"] and not rundir.exists()
+
+
+def test_a_disk_booted_guest_boots_its_own_copy_of_the_image(tmp_path):
+    disk = tmp_path / "disk-abc.img"
+    disk.write_bytes(b"MBR+GRUB+root")
+    copies = []
+
+    def run_command(argv, **_kw):
+        if argv[0] == "cp":
+            copies.append(argv)
+            with open(argv[-1], "wb") as fh:
+                fh.write(open(argv[-2], "rb").read())  # noqa: SIM115
+            return 0, "", ""
+        return 0, HELP_10, ""
+
+    start = mock.Mock(return_value=(4242, str(tmp_path / "e.json")))
+    res, _dummy = _run(_args(tmp_path, netns="xdplab-vmlab", boot="disk", image=str(disk), kernel=None),
+                       start=start, run_command=run_command)
+    assert not res.get("failed"), res
+    copy = tmp_path / "guests" / "vmdut" / _vmlab.DISK_FILE
+    assert copies and copies[0][-2:] == [str(disk), str(copy)] and copy.read_bytes() == b"MBR+GRUB+root"
+    argv = start.call_args.args[0]
+    assert f"file={copy},if=virtio,format=raw,cache=unsafe" in argv and "-kernel" not in argv
+    assert disk.read_bytes() == b"MBR+GRUB+root"

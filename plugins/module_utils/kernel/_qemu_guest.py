@@ -88,6 +88,7 @@ class GuestSpec:
     shares: list[Share] = field(default_factory=list)
     host_dirs: list[str] = field(default_factory=list)  # host9p: host directories the guest also sees (ro)
     python_dirs: list[str] = field(default_factory=list)  # host9p: the interpreter's prefixes outside /usr (ro)
+    disks: list[str] = field(default_factory=list)  # raw images attached read-write as /dev/vda, /dev/vdb, ...
     chdir: str = "/"
     qemu: str = "qemu-system-x86_64"
     busybox: str = "/bin/busybox"
@@ -177,8 +178,13 @@ def validate_spec(spec: GuestSpec) -> None:
         for share in spec.shares:
             _validate.qemu_value(share.path, "share path")
             _validate.qemu_id(share.tag, "share tag")
+        for disk in spec.disks:
+            _validate.qemu_value(disk, "disk")
     except _validate.ValidationError as exc:
         raise QemuError(str(exc)) from None
+    for disk in spec.disks:
+        if not os.path.isfile(disk):
+            raise QemuError(f"disk {disk!r} is not a file (a raw image)")
     for host_dir in spec.host_dirs:
         if not isinstance(host_dir, str) or not os.path.isabs(host_dir) or ".." in host_dir.split("/") \
                 or os.path.normpath(host_dir) in ("/", "/etc") or not os.path.isdir(host_dir):
@@ -226,6 +232,8 @@ def qemu_argv(spec: GuestSpec, console_log: str, initrd: str | None = None) -> l
     ]
     if initrd:
         argv += ["-initrd", initrd]
+    for disk in spec.disks:
+        argv += ["-drive", f"file={_validate.qemu_value(disk, 'disk')},if=virtio,format=raw"]
     shares = [(sh.tag, sh.path, sh.readonly) for sh in root_shares(spec)]
     shares += [(OUT_TAG, f"{spec.rundir}/out", False)]
     shares += [(sh.tag, sh.path, sh.readonly) for sh in all_shares(spec)]

@@ -5,8 +5,16 @@
 
 PRIVATE to the xdplab.testbed collection: not a public API, may change without notice.
 
-A guest boots a kernel the kernel role built, from a raw Debian image on virtio-blk opened with
-``snapshot=on`` (writes go to a temporary file QEMU deletes: no overlay outlives the guest), with:
+A guest boots in one of two ways (:data:`BOOTS`):
+
+* ``kernel``: QEMU loads a kernel the kernel role built, with a raw Debian root image on virtio-blk
+  opened with ``snapshot=on`` (writes go to a temporary file QEMU deletes: no overlay outlives the
+  guest); a panic or a reboot ends QEMU.
+* ``disk``: the firmware boots GRUB from a partitioned disk (the same root, with GRUB and a kernel in
+  /boot), the guest's own copy of it in its run directory, kept across the guest's reboots. This is a
+  DUT that installs kernels, ``grub-reboot`` into them and falls back by itself like a real host.
+
+Either way the guest has:
 
 * a management NIC on QEMU user networking, its sshd forwarded to a loopback port of the host;
 * test NICs (:data:`NIC_MODELS`), each backed by taps that this process opens inside the lab's
@@ -41,6 +49,8 @@ NIC_MODELS = {
 _GUEST_RE = re.compile(r"^[a-z][a-z0-9-]{0,30}\Z")
 _IFNAME_RE = re.compile(r"^[a-z][a-z0-9]{0,9}\Z")
 MGMT_IFNAME = "mgmt0"
+BOOTS = ("kernel", "disk")
+DISK_FILE = "disk.img"
 
 
 class VmlabError(Exception):
@@ -73,6 +83,7 @@ class Guest:
     nics: list[Nic] = field(default_factory=list)
     qemu: str = "qemu-system-x86_64"
     append: str = ""
+    boot: str = "kernel"
 
 
 def validate(guest: Guest, device_names: set[str] | None = None) -> None:
@@ -82,8 +93,12 @@ def validate(guest: Guest, device_names: set[str] | None = None) -> None:
         raise VmlabError(f"{who}: the name must be lowercase letters, digits and '-' (at most 31)")
     if not 0 <= guest.index <= 63 or not 0 <= guest.lab_id <= 255:
         raise VmlabError(f"{who}: index {guest.index} must be 0..63 and lab id {guest.lab_id} 0..255")
-    for path, what in ((guest.kernel, "kernel"), (guest.image, "root image")):
-        if not os.path.isfile(path):
+    if guest.boot not in BOOTS:
+        raise VmlabError(f"{who}: boot {guest.boot!r} is not one of {', '.join(BOOTS)}")
+    needs = ((guest.kernel, "kernel"), (guest.image, "root image")) if guest.boot == "kernel" else \
+        ((guest.image, "disk image"),)
+    for path, what in needs:
+        if not path or not os.path.isfile(path):
             raise VmlabError(f"{who}: {what} {path!r} does not exist; build it first (vmlab_up builds both)")
     if not 1024 <= guest.ssh_port <= 65535:
         raise VmlabError(f"{who}: ssh_port {guest.ssh_port} is not a port in 1024..65535")
@@ -147,13 +162,19 @@ def plan_argv(guest: Guest, tap_fds: dict[int, list[int]]) -> list[str]:
         "-cpu", "host" if kvm else "max",
         "-m", str(guest.memory_mb),
         "-smp", str(guest.cpus),
-        "-nographic", "-nodefaults", "-no-user-config", "-no-reboot",
+        "-nographic", "-nodefaults", "-no-user-config",
         "-serial", f"file:{guest.rundir}/console.log",
         "-monitor", "none",
         "-pidfile", f"{guest.rundir}/qemu.pid",
-        "-kernel", guest.kernel,
-        "-append", kernel_cmdline(guest),
-        "-drive", f"file={guest.image},if=virtio,format=raw,snapshot=on,cache=unsafe",
+    ]
+    if guest.boot == "kernel":
+        # A panic (panic=-1) or a reboot ends QEMU: the guest never outlives its kernel.
+        argv += ["-no-reboot", "-kernel", guest.kernel, "-append", kernel_cmdline(guest),
+                 "-drive", f"file={guest.image},if=virtio,format=raw,snapshot=on,cache=unsafe"]
+    else:
+        # The firmware boots GRUB from the guest's own disk; a reboot resets the machine, as on a host.
+        argv += ["-drive", f"file={guest.rundir}/{DISK_FILE},if=virtio,format=raw,cache=unsafe"]
+    argv += [
         "-fsdev", f"local,id=labfs,path={guest.rundir}/share,security_model=none,readonly=on",
         "-device", "virtio-9p-pci,fsdev=labfs,mount_tag=xdplab_lab",
         "-device", "virtio-rng-pci",

@@ -10,7 +10,7 @@ export LC_ALL := C.UTF-8
 # The guest kernel the QEMU runner tests boot: built by the kernel role (molecule/kernel) unless given.
 GUEST_KERNEL ?= /var/lib/xdplab/kernel/baseline/bzImage
 
-.PHONY: help deps deps-apt deps-test venv venv-test collection bench test unit integration qemu faults lint sanity molecule bench-perf build clean vmlab vmlab-up vmlab-down vmlab-test vmlab-faults
+.PHONY: help deps deps-apt deps-test venv venv-test collection bench test unit integration qemu faults lint sanity molecule bench-perf build clean vmlab vmlab-up vmlab-down vmlab-test vmlab-faults vmlab-disk-test
 
 help:
 	@echo "make bench       install everything, run bench.yml on the virtual test bed"
@@ -20,6 +20,7 @@ help:
 	@echo "make vmlab       the lab in a box: guests up, smoke check over ssh, guests down"
 	@echo "make vmlab-test  molecule/vmlab (real drivers tuned, XDP native, driver selftests), then vmlab-faults"
 	@echo "make vmlab-faults  a run SIGKILLed on the lab's real drivers, then teardown: all as before"
+	@echo "make vmlab-disk-test  kernels installed on a DUT that boots GRUB from its disk: boot once, verify, fall back"
 
 # Debian packages (root). A stamp keyed on the package list and the project's apt sources avoids
 # re-running apt. The sources in files/apt (bookworm-backports) go in before apt-get update; a line
@@ -124,6 +125,7 @@ vmlab-up: deps
 vmlab-test: deps-test
 	cd $(CURDIR) && $(BIN)/molecule test -s vmlab
 	$(MAKE) --no-print-directory vmlab-faults
+	$(MAKE) --no-print-directory vmlab-disk-test
 
 # A run SIGKILLed on the lab's real drivers, then teardown (tests/vmlab): the lab is brought up for it
 # and always taken down again.
@@ -131,6 +133,15 @@ vmlab-faults: deps-test
 	@rc=0; $(BIN)/ansible-playbook $(VMLAB_INV) playbooks/vmlab_up.yml $(VMLAB_ARGS) \
 	  && $(BIN)/ansible-playbook $(VMLAB_INV) playbooks/prereqs.yml $(VMLAB_ARGS) \
 	  && $(BIN)/pytest -q tests/vmlab || rc=1; \
+	$(BIN)/ansible-playbook $(VMLAB_INV) playbooks/vmlab_down.yml $(VMLAB_ARGS) || rc=1; \
+	exit $$rc
+
+# The kernel role's real install path (tests/vmlab_disk): the lab's DUT boots GRUB from its own disk; kernels
+# built on the controller are installed, booted once with grub-reboot and verified; a kernel that panics
+# comes back on the default entry. The lab is brought up for it and always taken down again.
+vmlab-disk-test: deps-test
+	@rc=0; $(BIN)/ansible-playbook $(VMLAB_INV) playbooks/vmlab_up.yml -e vmlab_dut_boot=disk $(VMLAB_ARGS) \
+	  && $(BIN)/pytest -q tests/vmlab_disk || rc=1; \
 	$(BIN)/ansible-playbook $(VMLAB_INV) playbooks/vmlab_down.yml $(VMLAB_ARGS) || rc=1; \
 	exit $$rc
 

@@ -157,3 +157,17 @@ def test_fingerprint_diff():
         {"key": "tuned_profile", "baseline": "(absent)", "candidate": "throughput-performance"},
     ]
     assert ef.fingerprint_diff(a, a) == []
+
+
+def test_series_record_of_another_release_is_not_this_kernels(vm_root):
+    # installed but not booted, or fallen back from: the record names the other kernel's release
+    series = [{"subject": "net: pktgen: add foo", "patch_id": "0123abcd"}]
+    write(vm_root, "/etc/xdplab/kernel-series.json",
+          json.dumps({"variant": "panics", "release": "6.12.117-panics", "patches": series}))
+    facts, warnings = ef.gather([], root=str(vm_root), live=False)
+    assert "kernel_patches" not in facts
+    assert any("records the series of 6.12.117-panics, not of the running 6.18.44-fc-v669" in w for w in warnings)
+    write(vm_root, "/etc/xdplab/kernel-series.json",
+          json.dumps({"variant": "patched", "release": "6.18.44-fc-v669", "patches": series}))
+    facts, warnings = ef.gather([], root=str(vm_root), live=False)
+    assert facts["kernel_patches"] == series and warnings == []

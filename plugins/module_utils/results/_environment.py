@@ -171,7 +171,9 @@ def _kernel_config_sha256(r: SystemReader, release: str | None) -> dict:
     return {}
 
 
-def _kernel_patches(r: SystemReader, path: str, warnings: list[str]) -> Any:
+def _kernel_patches(r: SystemReader, path: str, warnings: list[str], release: str | None = None) -> Any:
+    """The running kernel's series from the record the kernel role installs. A record that names another
+    release (a kernel installed but not booted, or one the host fell back from) is not this kernel's."""
     text = r.text(path)
     if text is None:
         return None
@@ -179,6 +181,10 @@ def _kernel_patches(r: SystemReader, path: str, warnings: list[str]) -> Any:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
         warnings.append(f"kernel_patches: {path} is not valid JSON ({exc}); key omitted")
+        return None
+    if isinstance(data, dict) and release and data.get("release") not in (None, release):
+        warnings.append(f"kernel_patches: {path} records the series of {data.get('release')}, not of the running "
+                        f"{release}; key omitted")
         return None
     if isinstance(data, dict) and "patches" in data:
         data = data["patches"]
@@ -220,7 +226,7 @@ def host_facts(r: SystemReader, patches_file: str = DEFAULT_PATCHES_FILE,
     if cmdline is not None:
         out["kernel_cmdline"] = cmdline
     out.update(_kernel_config_sha256(r, release))
-    patches = _kernel_patches(r, patches_file, warnings)
+    patches = _kernel_patches(r, patches_file, warnings, release)
     if patches is not None:
         out["kernel_patches"] = patches
     mods = r.text("/proc/modules")

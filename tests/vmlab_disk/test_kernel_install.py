@@ -1,0 +1,153 @@
+# Copyright: xdplab.testbed contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""The kernel role's real install path on a DUT that boots from a disk with GRUB (the lab's DUT with
+vmlab_dut_boot=disk): playbooks/kernel_install.yml installs a kernel built on the controller, boots it
+once with grub-reboot and verifies it; a kernel that panics at boot brings the DUT back on its default
+entry by itself and the play fails naming it and the console's panic; the default entry changes only
+when asked; nothing else on the disk changes.
+
+Needs the lab up with a disk-booted DUT (`make vmlab-disk-test` brings it up, runs this and takes it
+down). Builds two kernels on the controller (ccache makes the second one quick).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import shlex
+import subprocess
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+PLAYBOOK = ROOT / ".venv" / "bin" / "ansible-playbook"
+KEY = "/var/lib/xdplab/vmlab/id_ed25519"
+PORT = 10123
+DISK = Path("/var/lib/xdplab/vmlab/guests/vmdut/disk.img")
+PANIC_PATCH = ROOT / "files" / "patches" / "boot-panic" / "0001-pktgen-panic-at-boot-boot-panic-test-series.patch"
+VARIANTS = [{"name": "vmlab-next", "patches": []},
+            {"name": "vmlab-panic", "patches": [{"path": str(PANIC_PATCH)}]}]
+# What a boot of the lab's guest writes by itself, whatever is installed: the init's host name and key
+# (from the lab share), sshd's login records, the ssh sessions' Ansible temporary directories.
+BOOT_NOISE = re.compile(r"^/(etc/hostname|etc/hosts|home/xdplab/\.ssh(/.*)?|var/log/(wtmp|btmp|lastlog)"
+                        r"|home/xdplab/\.ansible(/.*)?|root/\.ansible(/.*)?|home/xdplab|root|var/log)$")
+
+
+def ssh(script: str, timeout: float = 120) -> str:
+    argv = ["ssh", "-i", KEY, "-p", str(PORT), "-o", "BatchMode=yes", "-o", "StrictHostKeyChecking=no",
+            "-o", "UserKnownHostsFile=/dev/null", "-o", "LogLevel=ERROR", "-o", "ConnectTimeout=20",
+            "xdplab@127.0.0.1", "sudo sh -c " + shlex.quote("LC_ALL=C; " + script)]
+    proc = subprocess.run(argv, capture_output=True, text=True, timeout=timeout, check=False,  # noqa: S603
+                          env=dict(os.environ, LC_ALL="C"))
+    assert proc.returncode == 0, f"vmdut: {script!r} failed (rc={proc.returncode}): {proc.stderr.strip()}"
+    return proc.stdout
+
+
+def install(variant: str, log: Path, **extra) -> subprocess.CompletedProcess:
+    evars = {"kernel_variants": VARIANTS, "kernel_install_variant": variant, "kernel_reboot_ok": True,
+             "kernel_qemu_verify_enabled": False, **extra}
+    argv = [str(PLAYBOOK), "-i", "inventories/vmlab", "playbooks/kernel_install.yml", "-e", json.dumps(evars)]
+    proc = subprocess.run(argv, cwd=ROOT, capture_output=True, text=True, timeout=3600, check=False,  # noqa: S603
+                          env=dict(os.environ, ANSIBLE_NOCOLOR="1", PATH=f"{PLAYBOOK.parent}:{os.environ['PATH']}"))
+    log.write_text(proc.stdout + proc.stderr, encoding="utf-8")
+    return proc
+
+
+def saved_entry() -> str:
+    return re.search(r"(?m)^saved_entry=(.*)$", ssh("grub-editenv /boot/grub/grubenv list")).group(1)
+
+
+def manifest(top: str) -> dict[str, str]:
+    """sha256 of every file under top in the guest."""
+    out = ssh(f"find {top} -xdev -type f -print0 | xargs -0 -r sha256sum", timeout=300)
+    return {line[66:]: line[:64] for line in out.splitlines() if line}
+
+
+def boot_area() -> str:
+    """The MBR and GRUB's core image in the gap before the first partition (host side, the guest's disk)."""
+    with open(DISK, "rb") as fh:
+        return hashlib.sha256(fh.read(1 << 20)).hexdigest()
+
+
+@pytest.fixture(scope="module")
+def dut():
+    assert DISK.is_file(), f"{DISK} is missing: bring the lab up with -e vmlab_dut_boot=disk"
+    cmdline = ssh("cat /proc/cmdline")
+    release = ssh("uname -r").strip()
+    # booted by GRUB from the disk: GRUB names the image, the root is the disk's first partition
+    assert f"BOOT_IMAGE=/boot/vmlinuz-{release}" in cmdline and "root=/dev/vda1" in cmdline, cmdline
+    since = ssh("date +%s").strip()
+    return {"release": release, "entry": saved_entry(), "since": since, "boot_area": boot_area(),
+            "boot": manifest("/boot"), "etc": manifest("/etc"), "lib": ssh("ls -A /lib/modules 2>/dev/null || true")}
+
+
+def test_a_kernel_is_installed_booted_once_and_verified_the_default_unchanged(dut, tmp_path):
+    base = dut["release"]
+    assert dut["entry"] == f"gnulinux-{base}-advanced-" + dut["entry"].rsplit("-advanced-", 1)[1]
+    proc = install("vmlab-next", tmp_path / "next.log")
+    assert proc.returncode == 0, (tmp_path / "next.log").read_text()[-4000:]
+    new = base + "-next"
+    assert ssh("uname -r").strip() == new
+    assert f"BOOT_IMAGE=/boot/vmlinuz-{new}" in ssh("cat /proc/cmdline")
+    series = json.loads(ssh("cat /etc/xdplab/kernel-series.json"))
+    assert series["release"] == new and series["variant"] == "vmlab-next"
+    # booted once: GRUB spent the one-shot entry, the default entry is still the kernel the disk came with
+    assert re.search(r"(?m)^next_entry=$", ssh("grub-editenv /boot/grub/grubenv list"))
+    assert saved_entry() == dut["entry"]
+
+
+def test_a_kernel_that_panics_comes_back_on_the_default_and_the_play_names_it(dut, tmp_path):
+    log = tmp_path / "panic.log"
+    proc = install("vmlab-panic", log)
+    out = log.read_text()
+    assert proc.returncode != 0, out[-4000:]
+    base = dut["release"]
+    panic = base + "-panic"
+    msg = re.sub(r"\s+", " ", out)
+    assert f"kernel {panic} (variant vmlab-panic) did not come up: the host came back on {base}" in msg, out[-4000:]
+    assert "Kernel panic - not syncing: xdplab.testbed boot-panic test series: this kernel panics at boot" in msg
+    assert f"GRUB's default entry is unchanged: saved_entry={dut['entry']}" in msg
+    # back by itself on the default entry (not on vmlab-next, which it ran before: that was booted once)
+    assert ssh("uname -r").strip() == base
+    assert saved_entry() == dut["entry"]
+
+
+def test_the_default_changes_only_when_asked(dut, tmp_path):
+    proc = install("vmlab-next", tmp_path / "default.log", kernel_make_default=True)
+    assert proc.returncode == 0, (tmp_path / "default.log").read_text()[-4000:]
+    new = dut["release"] + "-next"
+    assert ssh("uname -r").strip() == new
+    assert saved_entry() == f"gnulinux-{new}-advanced-" + dut["entry"].rsplit("-advanced-", 1)[1]
+
+
+def test_nothing_else_on_the_disk_changed(dut):
+    base = dut["release"]
+    ours = {f"/boot/{kind}-{base}-{suffix}" for kind in ("vmlinuz", "System.map", "config")
+            for suffix in ("next", "panic")}
+    ours |= {"/boot/grub/grub.cfg", "/boot/grub/grubenv"}
+    boot = manifest("/boot")
+    assert set(boot) - set(dut["boot"]) == ours - {"/boot/grub/grub.cfg", "/boot/grub/grubenv"}
+    changed = {p for p in dut["boot"] if boot.get(p) != dut["boot"][p]}
+    assert changed <= {"/boot/grub/grub.cfg", "/boot/grub/grubenv"}, changed
+    etc = manifest("/etc")
+    changed = {p for p in set(etc) | set(dut["etc"]) if etc.get(p) != dut["etc"].get(p)}
+    assert changed <= {"/etc/xdplab/kernel-series.json", "/etc/hostname", "/etc/hosts"}, changed
+    assert ssh("ls -A /lib/modules 2>/dev/null || true") == dut["lib"]
+    # GRUB itself (boot sector and core image) was not reinstalled
+    assert boot_area() == dut["boot_area"]
+    # and nowhere else on the root file system was anything written since the first test began
+    newer = ssh(f"find / -xdev -newermt @{dut['since']} ! -type d -print 2>/dev/null; "
+                f"find / -xdev -newermt @{dut['since']} -type d -print 2>/dev/null", timeout=300).split()
+    # the init mounts its file systems over these directories at every boot
+    mounts = {"/dev", "/proc", "/sys", "/run", "/tmp"}
+    # /etc/xdplab (the series record) is new on this disk: /etc gains an entry
+    parents = {"/etc"} if not any(p.startswith("/etc/xdplab/") for p in dut["etc"]) else set()
+    stray = sorted(p for p in newer if p not in ours | mounts | parents and not p.startswith("/etc/xdplab")
+                   and not p.startswith("/boot/grub") and p != "/boot" and not BOOT_NOISE.match(p))
+    assert stray == [], stray
+    # and the install itself was seen: the kernels and the record are among what changed
+    assert ours <= set(newer) and "/etc/xdplab/kernel-series.json" in newer

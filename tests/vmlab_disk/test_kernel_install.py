@@ -5,7 +5,8 @@
 vmlab_dut_boot=disk): playbooks/kernel_install.yml installs a kernel built on the controller, boots it
 once with grub-reboot and verifies it; a kernel that panics at boot brings the DUT back on its default
 entry by itself and the play fails naming it and the console's panic; the default entry changes only
-when asked; nothing else on the disk changes.
+when asked; nothing else on the disk changes; the A/B loop (playbooks/ab.yml -e ab_dut=vmdut) boots the
+DUT into each kernel in turn and finds the known effect.
 
 Needs the lab up with a disk-booted DUT (`make vmlab-disk-test` brings it up, runs this and takes it
 down). Builds two kernels on the controller (ccache makes the second one quick).
@@ -22,6 +23,8 @@ import subprocess
 from pathlib import Path
 
 import pytest
+import yaml
+from scipy import stats
 
 ROOT = Path(__file__).resolve().parents[2]
 PLAYBOOK = ROOT / ".venv" / "bin" / "ansible-playbook"
@@ -151,3 +154,38 @@ def test_nothing_else_on_the_disk_changed(dut):
     assert stray == [], stray
     # and the install itself was seen: the kernels and the record are among what changed
     assert ours <= set(newer) and "/etc/xdplab/kernel-series.json" in newer
+
+
+def test_the_loop_on_the_dut_finds_the_known_effect_and_leaves_the_default(dut, tmp_path):
+    """playbooks/ab.yml with ab_dut: each boot installs its kernel and reboots the DUT into it with
+    grub-reboot; the known-effect series (a 4000 ns busy-wait per pktgen transmit) comes out slower by
+    about 4000 ns/packet. Runs last: it adds kernels to /boot."""
+    known = ROOT / "files" / "patches" / "known-effect"
+    evars = {"ab_dut": "vmdut", "kernel_reboot_ok": True, "kernel_qemu_verify_enabled": False,
+             "ab_baseline_name": "lab-control", "ab_candidate_name": "lab-effect", "ab_boots": 2,
+             "ab_repetitions": 2, "ab_duration": 2, "xdplab_results_root": str(tmp_path / "results"),
+             "ab_baseline_series": [{"path": str(p)} for p in sorted((known / "control").glob("*.patch"))],
+             "ab_series": [{"path": str(p)} for p in sorted((known / "effect").glob("*.patch"))]}
+    argv = [str(PLAYBOOK), "-i", "inventories/vmlab", "playbooks/ab.yml", "-e", json.dumps(evars)]
+    proc = subprocess.run(argv, cwd=ROOT, capture_output=True, text=True, timeout=3600, check=False,  # noqa: S603
+                          env=dict(os.environ, ANSIBLE_NOCOLOR="1", PATH=f"{PLAYBOOK.parent}:{os.environ['PATH']}"))
+    assert proc.returncode == 0, proc.stdout[-6000:] + proc.stderr[-2000:]
+    (run,) = [d for d in (tmp_path / "results").iterdir() if d.is_dir()]
+    boots = sorted(d.name for d in run.iterdir() if d.is_dir())
+    assert boots == ["boot-01-lab-control", "boot-02-lab-effect", "boot-03-lab-effect", "boot-04-lab-control"]
+    version = dut["release"].rsplit("-", 1)[0]  # the release is <version>-<variant>
+    for boot in boots:
+        (rec,) = [json.loads(p.read_text()) for p in (run / boot).glob("*.json")]
+        # booted on the DUT (a QEMU machine with firmware), into the kernel of the boot's variant
+        assert rec["environment"]["kernel"] == f"{version}-{rec['variant']}" and rec["summary"]["n"] == 2
+        assert rec["replicate"] == {"level": "boot", "id": boot[5:]} and rec["environment"]["qemu_guest"] is True
+    analysis = yaml.safe_load((run / "ab-analysis.yml").read_text())
+    (row,) = analysis["rows"]
+    a, b = (row["boot_ns_per_packet"][side] for side in ("baseline", "candidate"))
+    assert row["delta_ns_per_packet"] > 0 and row["direction"] == "slower", row
+    ci = stats.ttest_ind(b, a, equal_var=False).confidence_interval(0.999)
+    assert ci.low <= 4000 <= ci.high, f"4000 ns outside the 99.9% interval [{ci.low:.0f}, {ci.high:.0f}]: {row}"
+    # every boot was booted once: the DUT's default entry is still the disk's own kernel; nothing of the
+    # runner is left on the DUT
+    assert saved_entry() == dut["entry"]
+    assert ssh("ls -d /tmp/xdplab-ab.* /sys/class/net/pg0 2>/dev/null || true").strip() == ""

@@ -64,8 +64,17 @@ def stat() -> dict[str, int]:
         return cpu_times(fh.read())
 
 
+def _is_qemu_guest() -> bool:
+    """The machine is one QEMU emulates (the loop's booted kernel, a lab guest), not a host of its own."""
+    try:
+        with open("/sys/class/dmi/id/sys_vendor") as fh:
+            return fh.read().strip() == "QEMU"
+    except OSError:
+        return True  # no DMI: QEMU's -kernel boots without firmware tables on some machines
+
+
 def environment() -> dict:
-    env = {"kernel": os.uname().release, "cpus_online": os.cpu_count(), "qemu_guest": True}
+    env = {"kernel": os.uname().release, "cpus_online": os.cpu_count(), "qemu_guest": _is_qemu_guest()}
     try:
         with open("/proc/cpuinfo") as fh:
             model = next((ln.split(":", 1)[1].strip() for ln in fh if ln.startswith("model name")), None)

@@ -1,0 +1,35 @@
+# Copyright: xdplab.testbed contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""playbooks/ab.yml refuses a DUT loop it must not run, naming why, before a kernel is built or a run
+begins: every boot of a loop on a DUT reboots it, so kernel_reboot_ok=true is required, and the DUT
+must be a host of the inventory."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+PLAYBOOK = ROOT / ".venv" / "bin" / "ansible-playbook"
+SERIES = [{"path": str(p)} for p in sorted((ROOT / "files" / "patches" / "fixture").glob("*.patch"))]
+
+
+@pytest.mark.parametrize(("extra", "named"), [
+    ({"ab_dut": "vmdut"}, "ab_dut 'vmdut' must be an inventory host and needs kernel_reboot_ok=true"),
+    ({"ab_dut": "vmdut", "kernel_reboot_ok": False}, "needs kernel_reboot_ok=true"),
+    ({"ab_dut": "nosuchhost", "kernel_reboot_ok": True}, "ab_dut 'nosuchhost' must be an inventory host"),
+])
+def test_a_dut_loop_without_the_reboot_guard_or_the_host_is_refused(tmp_path, extra, named):
+    ev = dict({"ab_series": SERIES, "xdplab_results_root": str(tmp_path / "results")}, **extra)
+    argv = [str(PLAYBOOK), "-i", "inventories/vmlab", "playbooks/ab.yml", "-e", json.dumps(ev)]
+    proc = subprocess.run(argv, cwd=ROOT, capture_output=True, text=True, timeout=600, check=False,  # noqa: S603
+                          env=dict(os.environ, ANSIBLE_NOCOLOR="1", ANSIBLE_FORCE_COLOR="0"))
+    out = " ".join(proc.stdout.split())
+    assert proc.returncode != 0 and named in out, out[-3000:]
+    assert "Build the two kernels" not in out and "Begin the run" not in out, out[-3000:]
+    assert not (tmp_path / "results").exists()

@@ -6,6 +6,11 @@
 # (update-grub, /etc/default/grub of the image) and the kernel as the saved default entry.
 #   disk-setup.sh <bzImage of the running kernel>
 set -eu
+# Anywhere but that guest /dev/vda is someone's disk: refuse.
+if [ $# -ne 1 ] || [ "$(hostname)" != xdplab-guest ] || [ ! -f "$1" ]; then
+    echo "disk-setup.sh: runs only inside xdplab.testbed's one-command guest, with the kernel file (got: $*)" >&2
+    exit 2
+fi
 kernel="$1"
 release="$(uname -r)"
 disk=/dev/vda

@@ -119,6 +119,8 @@ def test_lock_acquire_reentrant_release(tmp_path):
     assert release(path, me, HOST)
     assert not os.path.exists(path)
     assert not release(path, me, HOST)
+    # nothing of the lock outlives it: no guard file beside it (a fresh host had none before)
+    assert os.listdir(tmp_path) == []
 
 
 def test_live_holder_is_named_and_kept(tmp_path):

@@ -360,13 +360,15 @@ def read_lock(path: str) -> Holder | None:
 
 
 class _Guard:
-    """flock on '<lock>.guard' around check-and-replace: two runs never both take over a stale lock."""
+    """flock on the lock's directory around check-and-replace: two runs never both take over a stale
+    lock. The directory, not a file beside the lock: a guard file would outlive every run (removing a
+    flock file races with a waiter that holds it open), and the directory is checked to be ours."""
 
     def __init__(self, path: str):
-        self.path = path + ".guard"
+        self.path = os.path.dirname(path) or "."
 
     def __enter__(self):
-        self.fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+        self.fd = os.open(self.path, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
         fcntl.flock(self.fd, fcntl.LOCK_EX)
         return self
 

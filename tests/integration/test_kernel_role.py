@@ -6,6 +6,7 @@ nothing and leaves the source tree as it was."""
 
 from __future__ import annotations
 
+import hashlib
 import os
 import shutil
 import subprocess
@@ -103,6 +104,25 @@ def test_patch_config_and_space_errors(tmp_path, base):
     assert rc != 0 and "CONFIG_H5_NO_SUCH_OPTION" in out and "did not stand" in out
     assert "H5_NO_SUCH" not in (base / "state" / "h5bad" / "config").read_text()
     assert _snapshot(tree) == before
+    assert not builds(base)
+
+
+def test_a_tree_unpacked_from_a_new_source_gets_the_series_again(tmp_path, base):
+    """A variant whose source changed (linux-source-6.1 to 6.12 on a machine that built both): its tree is
+    unpacked afresh, and the series record of the old tree must not stop the series going into the new one."""
+    variants = [{"name": "h5resrc", "patches": [{"path": str(FIXTURE[0])}]}]
+    tree = base / "work" / "variants" / "h5resrc" / "src"
+    digest = hashlib.sha256(TARBALL.read_bytes()).hexdigest()
+    # Both runs stop at the space check, after the series went in and before any build.
+    for source in ({"kernel_source_type": "tarball", "kernel_source_tarball_url": f"file://{TARBALL}",
+                    "kernel_source_tarball_sha256": digest},
+                   {"kernel_source_type": "debian"}):
+        rc, out = play(tmp_path, base, kernel_variants=variants, kernel_min_free_mb=10**9, **source)
+        assert rc != 0 and "no space left for the build" in out, out[-3000:]
+        assert (base / "work" / "variants" / "h5resrc" / "source-id").read_text().startswith(
+            source["kernel_source_type"] + ":")
+        assert "xdplab-fixture: pgctrl-marker=1" in (tree / "net" / "core" / "pktgen.c").read_text(), (
+            f"the {source['kernel_source_type']} tree was left unpatched")
     assert not builds(base)
 
 

@@ -7,6 +7,7 @@ import io
 import os
 import stat
 from pathlib import Path
+from unittest import mock
 
 import pytest
 from ansible_collections.xdplab.testbed.plugins.module_utils.kernel import _qemu_guest as _qemu
@@ -295,3 +296,23 @@ def test_a_checkout_under_a_guest_tmpfs_is_shared_at_the_same_path(tmp_path):
     assert all_shares(GuestSpec(kernel="/x", command="true", rundir="/r", chdir="/usr/share")) == []
     assert all_shares(GuestSpec(kernel="/x", command="true", rundir="/r", chdir=str(tmp_path),
                                 rootfs="initramfs")) == []
+
+
+@pytest.mark.parametrize(("modules", "vendor", "probed"), [
+    (["kvm", "kvm_pvm"], "kvm_pvm", False),      # a nested cloud host: refused before any probe guest runs
+    (["kvm", "kvm_intel"], "kvm_intel", True),
+    (["kvm", "kvm_amd"], "kvm_amd", True),
+    (["kvm", "kvm_intel", "kvm_pvm"], "kvm_intel", True),
+    ([], None, True),
+])
+def test_kvm_pvm_alone_is_not_kvm_for_ordinary_guests(tmp_path, modules, vendor, probed):
+    for name in modules:
+        (tmp_path / name).mkdir()
+    assert _qemu.kvm_vendor(str(tmp_path)) == vendor
+    with mock.patch.object(_qemu.os.path, "exists", return_value=True), \
+            mock.patch.object(_qemu.subprocess, "Popen", side_effect=OSError("probe started")) as popen:
+        ok, reason = _qemu.probe_kvm(1.0, sys_module=str(tmp_path))
+    assert not ok
+    assert popen.called == probed
+    if not probed:
+        assert "kvm_pvm" in reason

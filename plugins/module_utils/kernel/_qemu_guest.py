@@ -405,11 +405,28 @@ if seen[-1] != 5 or 2 not in seen:
 """
 
 
-def probe_kvm(timeout: float = 3.0) -> tuple[bool, str]:
-    """Can this host run a KVM guest? A tiny guest runs in a child process with a deadline,
-    because opening /dev/kvm or KVM_RUN can hang on nested setups."""
+# KVM vendor modules that run ordinary guests. kvm_pvm (the pagetable-based VM of nested cloud hosts)
+# runs only PVM-enabled guest kernels: the probe's real-mode guest runs on it, a Linux guest hangs.
+KVM_ORDINARY_MODULES = ("kvm_intel", "kvm_amd")
+
+
+def kvm_vendor(sys_module: str = "/sys/module") -> str | None:
+    """The loaded KVM vendor module (kvm_intel, kvm_amd, kvm_pvm), or None when none is loaded."""
+    for name in (*KVM_ORDINARY_MODULES, "kvm_pvm"):
+        if os.path.isdir(os.path.join(sys_module, name)):
+            return name
+    return None
+
+
+def probe_kvm(timeout: float = 3.0, sys_module: str = "/sys/module") -> tuple[bool, str]:
+    """Can this host run a KVM guest? Not when its KVM is kvm_pvm alone. Otherwise a tiny guest
+    runs in a child process with a deadline, because opening /dev/kvm or KVM_RUN can hang on nested
+    setups."""
     if not os.path.exists("/dev/kvm"):
         return False, "/dev/kvm does not exist"
+    if kvm_vendor(sys_module) == "kvm_pvm":
+        return False, ("KVM here is kvm_pvm, which runs only PVM guest kernels (an ordinary guest hangs "
+                       "on it)")
     try:
         proc = subprocess.Popen(  # noqa: S603 - fixed argv, our own interpreter
             [_python(), "-c", _KVM_PROBE], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from conftest import Run, alive, session_pids, wait_until
+from conftest import ROOT, Run, alive, session_pids, wait_until
 
 pytestmark = pytest.mark.root
 
@@ -28,11 +28,13 @@ KERNEL_STATE = Path("/var/lib/xdplab/kernel")
 LEDGER = Path("/var/lib/xdplab/ledger")
 GUEST_KERNEL = Path(os.environ.get("XDPLAB_GUEST_KERNEL", KERNEL_STATE / "baseline" / "bzImage"))
 FAULT_VARIANT = "xdplabfault"
-# The variables molecule/kernel built its baseline with: the same inputs must find that build.
+# The variables molecule/kernel built its baseline with, read from its converge.yml: the same inputs must
+# find that build.
+_CONVERGE_VARS = yaml.safe_load((ROOT / "molecule" / "kernel" / "converge.yml").read_text())[0]["vars"]
 MOLECULE_KERNEL_VARS = {
-    "kernel_source_type": "debian", "kernel_source_package": "linux-source-6.1",
-    "kernel_config_base": "tinyconfig", "kernel_config_fragments": ["vm", "bpf-xdp", "pktgen", "netdevsim", "netdev"],
-    "kernel_build_targets": ["bzImage", "modules"], "kernel_qemu_verify_enabled": False,
+    **{name: _CONVERGE_VARS[name] for name in ("kernel_source_type", "kernel_source_package", "kernel_config_base",
+                                               "kernel_config_fragments", "kernel_build_targets")},
+    "kernel_qemu_verify_enabled": False,
 }
 
 
@@ -206,8 +208,8 @@ def fault_variant():
 
 
 def breaking_patch(tmp: Path) -> Path:
-    """A patch that applies to linux-source-6.1 but stops the build: an #error in init/version.c,
-    written against the baseline tree molecule/kernel extracted."""
+    """A patch that applies to molecule/kernel's source (linux-source-6.12) but stops the build: an #error
+    in init/version.c, written against the baseline tree molecule/kernel extracted."""
     source = KERNEL_WORK / "variants" / "baseline" / "src" / "init" / "version.c"
     assert source.is_file(), f"no baseline tree ({source}): make test runs molecule/kernel first"
     old = source.read_text().splitlines(True)

@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""kernel_patch on a real slice of Debian's linux-source-6.1 (Makefile, net/core/pktgen.c,
+"""kernel_patch on a real slice of Debian's linux-source-6.12 (Makefile, net/core/pktgen.c,
 Documentation/networking/pktgen.rst) with the project's fixture series: real patch(1) and git am -3,
 idempotence, extend/reset, and every bad-input path leaving the tree byte-for-byte as before."""
 
@@ -16,19 +16,19 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[2]
 ANSIBLE = REPO / ".venv" / "bin" / "ansible"
-TARBALL = Path("/usr/src/linux-source-6.1.tar.xz")
+TARBALL = Path("/usr/src/linux-source-6.12.tar.xz")
 FIXTURE = sorted((REPO / "files" / "patches" / "fixture").glob("*.patch"))
 MEMBERS = ["Makefile", "net/core/pktgen.c", "Documentation/networking/pktgen.rst"]
 MARKER = "xdplab-fixture: pgctrl-marker=1"
 
-# linux-source-6.1 comes from requirements-apt.txt: a missing tarball fails these tests, never skips them.
+# linux-source-6.12 comes from requirements-apt.txt: a missing tarball fails these tests, never skips them.
 
 
 @pytest.fixture(scope="module")
 def pristine(tmp_path_factory):
     root = tmp_path_factory.mktemp("h5src")
     subprocess.run(["tar", "-xf", str(TARBALL), "-C", str(root), "--strip-components=1",
-                    *[f"linux-source-6.1/{m}" for m in MEMBERS]], check=True)
+                    *[f"linux-source-6.12/{m}" for m in MEMBERS]], check=True)
     return root
 
 

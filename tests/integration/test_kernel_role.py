@@ -17,7 +17,7 @@ import yaml
 
 REPO = Path(__file__).resolve().parents[2]
 PLAYBOOK = REPO / ".venv" / "bin" / "ansible-playbook"
-TARBALL = Path("/usr/src/linux-source-6.1.tar.xz")
+TARBALL = Path("/usr/src/linux-source-6.12.tar.xz")
 FIXTURE = sorted((REPO / "files" / "patches" / "fixture").glob("*.patch"))
 
 pytestmark = [pytest.mark.root, pytest.mark.skipif(os.geteuid() != 0, reason="the role installs packages")]
@@ -131,14 +131,14 @@ menuentry 'Debian GNU/Linux' --class debian --class gnu-linux $menuentry_id_opti
 \tlinux /boot/vmlinuz-6.1.0-28-amd64 root=UUID=c0ffee ro quiet
 }
 submenu 'Advanced options for Debian GNU/Linux' $menuentry_id_option 'gnulinux-advanced-c0ffee' {
-\tmenuentry 'Debian GNU/Linux, with Linux 6.1.192-patchedX' --class debian $menuentry_id_option \
-'gnulinux-6.1.192-patchedX-advanced-c0ffee' {
+\tmenuentry 'Debian GNU/Linux, with Linux 6.12.118-patchedX' --class debian $menuentry_id_option \
+'gnulinux-6.12.118-patchedX-advanced-c0ffee' {
 \t}
-\tmenuentry 'Debian GNU/Linux, with Linux 6.1.192-patched (recovery mode)' $menuentry_id_option \
-'gnulinux-6.1.192-patched-recovery-c0ffee' {
+\tmenuentry 'Debian GNU/Linux, with Linux 6.12.118-patched (recovery mode)' $menuentry_id_option \
+'gnulinux-6.12.118-patched-recovery-c0ffee' {
 \t}
-\tmenuentry 'Debian GNU/Linux, with Linux 6.1.192-patched' --class debian $menuentry_id_option \
-'gnulinux-6.1.192-patched-advanced-c0ffee' {
+\tmenuentry 'Debian GNU/Linux, with Linux 6.12.118-patched' --class debian $menuentry_id_option \
+'gnulinux-6.12.118-patched-advanced-c0ffee' {
 \t}
 }
 """
@@ -146,9 +146,9 @@ submenu 'Advanced options for Debian GNU/Linux' $menuentry_id_option 'gnulinux-a
 
 @pytest.mark.parametrize(
     ("release", "expected"),
-    [("6.1.192-patched", "gnulinux-advanced-c0ffee>gnulinux-6.1.192-patched-advanced-c0ffee"),
-     ("6.1.192-patchedX", "gnulinux-advanced-c0ffee>gnulinux-6.1.192-patchedX-advanced-c0ffee"),
-     ("6.1.192-absent", "")],
+    [("6.12.118-patched", "gnulinux-advanced-c0ffee>gnulinux-6.12.118-patched-advanced-c0ffee"),
+     ("6.12.118-patchedX", "gnulinux-advanced-c0ffee>gnulinux-6.12.118-patchedX-advanced-c0ffee"),
+     ("6.12.118-absent", "")],
 )
 def test_grub_entry_lookup(tmp_path, release, expected):
     """The entry grub-reboot/grub-set-default get, from a Debian-shaped grub.cfg (tasks/grub_entry.yml)."""

@@ -7,9 +7,11 @@ import os
 from pathlib import Path
 
 import pytest
+import yaml
 from ansible_collections.xdplab.testbed.plugins.module_utils.kernel import _build_logic as _kernel
 
-FIXTURE = Path(__file__).resolve().parents[2] / "files" / "patches" / "fixture"
+ROOT = Path(__file__).resolve().parents[2]
+FIXTURE = ROOT / "files" / "patches" / "fixture"
 
 
 def _fixture_texts():
@@ -155,3 +157,15 @@ def test_the_build_user_is_dropped_to_by_number_and_never_root():
         drop_privileges_argv("toor", getpwnam=users.__getitem__)
     with pytest.raises(KernelError, match="build user 'nobody-here' does not exist"):
         drop_privileges_argv("nobody-here", getpwnam=users.__getitem__)
+
+
+def test_every_kernel_build_shares_the_lab_guest_kernels_source_and_config():
+    # One cold compile on a fresh machine: the kernel role's defaults, molecule/kernel and the vmlab guest
+    # kernel build the same source with the same fragments, so all but the first are ccache hits.
+    kernel = yaml.safe_load((ROOT / "roles" / "kernel" / "defaults" / "main.yml").read_text())
+    vmlab = yaml.safe_load((ROOT / "roles" / "vmlab" / "defaults" / "main.yml").read_text())
+    molecule = yaml.safe_load((ROOT / "molecule" / "kernel" / "converge.yml").read_text())[0]["vars"]
+    builds = {"roles/kernel defaults": (kernel["kernel_source_package"], kernel["kernel_config_fragments"]),
+              "roles/vmlab defaults": (vmlab["vmlab_kernel_source_package"], vmlab["vmlab_kernel_fragments"]),
+              "molecule/kernel": (molecule["kernel_source_package"], molecule["kernel_config_fragments"])}
+    assert len(set(map(repr, builds.values()))) == 1, builds

@@ -163,9 +163,11 @@ def test_xdpgen_count_split_over_two_threads(drop_pair):
         received, xmit, errors = counts()
     assert received >= 0.5 * 300001
     assert 300001 - 4 * 16 <= xmit + errors <= 300001, (xmit, errors)
-    # Every frame the veth delivered was counted by the DUT's XDP program (plus the odd IPv6
-    # neighbour packet of the link itself).
-    assert xmit <= received <= xmit + SLACK, (received, xmit)
+    # Every frame the veth delivered was counted by the DUT's XDP program, and no more than were sent
+    # and not refused (plus the odd IPv6 neighbour packet of the link itself). The upper bound is not
+    # xmit: two senders update the peer queue's xdp_xmit counter at once, and the veth's count then
+    # falls short of what it delivered by whole bulks (seen in CI: received 247409, xmit 247361).
+    assert xmit <= received <= 300001 - errors + SLACK, (received, xmit, errors)
 
 
 def test_xdpgen_sigint_prints_figures_so_far(drop_pair):

@@ -161,7 +161,9 @@ def test_the_build_user_is_dropped_to_by_number_and_never_root():
 
 def test_every_kernel_build_shares_the_lab_guest_kernels_source_and_config():
     # One cold compile on a fresh machine: the kernel role's defaults, molecule/kernel and the vmlab guest
-    # kernel build the same source with the same fragments, so all but the first are ccache hits.
+    # kernel build the same source with the same fragments, so all but the first are ccache hits. The lab
+    # DUT's kernels (kernel_install.yml, ab.yml on inventories/vmlab) are built from the role's defaults and
+    # must match the lab's guest kernel for its drivers and init.
     kernel = yaml.safe_load((ROOT / "roles" / "kernel" / "defaults" / "main.yml").read_text())
     vmlab = yaml.safe_load((ROOT / "roles" / "vmlab" / "defaults" / "main.yml").read_text())
     molecule = yaml.safe_load((ROOT / "molecule" / "kernel" / "converge.yml").read_text())[0]["vars"]

@@ -44,6 +44,7 @@ from ansible_collections.xdplab.testbed.plugins.module_utils.traffic._counter_bu
     dut_drops,
     find_bursts,
     signed_loss,
+    trim_leading_traffic,
 )
 from ansible_collections.xdplab.testbed.plugins.module_utils.traffic._dut_counters import CounterError, check_spec
 from ansible_collections.xdplab.testbed.plugins.module_utils.traffic._generator_table import (
@@ -301,6 +302,10 @@ class ActionModule(ActionBase):
             warnings.append(f"repetition(s) {', '.join(map(str, short))} of {len(reps_out)}: burst shorter than "
                             "3 interior sampling intervals, kept out of the samples (its rate would include "
                             "idle time); lengthen the duration")
+        earlier = (sample or {}).get("earlier_traffic")
+        if earlier:
+            warnings.append(f"{earlier['packets']} packets of earlier traffic reached the DUT in the first "
+                            f"{earlier['until_s']} s of sampling, before the generator started: left out")
         if not samples:
             return dict(result, failed=True, reps=reps_out,
                         msg=f"every repetition's burst was short ({len(reps_out)} of {len(reps_out)}): no steady "
@@ -363,6 +368,24 @@ class ActionModule(ActionBase):
         return runs, samp
 
     @staticmethod
+    def _without_earlier_traffic(samp: dict, runs: list[dict]) -> tuple[list, list]:
+        """The DUT series without traffic that was already arriving at the sampler's first reading and
+        had stopped before the generator's first run began: the tail of an earlier step (its frames
+        still draining towards the DUT), not this point's. It is noted in samp["earlier_traffic"]
+        and warned about. Traffic still arriving when the first run began stays, and find_bursts
+        then fails the point: the sampler started late, or other traffic reaches the DUT."""
+        times, counts, packets, ended = trim_leading_traffic(samp["times"], samp["counts"])
+        started = samp.get("started_epoch")
+        first = runs[0].get("started_epoch") if runs else None
+        if (not packets or not isinstance(started, (int, float)) or not isinstance(first, (int, float))
+                or started + ended > first):
+            return samp["times"], samp["counts"]
+        samp["earlier_traffic"] = {"packets": packets, "until_s": round(ended, 3)}
+        display.warning(f"bench_run: {packets} packets of earlier traffic were still reaching the DUT during the "
+                        f"first {ended:.2f} s of sampling, before the generator started; left out of the point")
+        return times, counts
+
+    @staticmethod
     def _sampler_was_late(sampler: dict, runs: list[dict]) -> bool:
         first_read, first_run = sampler.get("started_epoch"), runs[0].get("started_epoch")
         return isinstance(first_read, (int, float)) and isinstance(first_run, (int, float)) and first_read > first_run
@@ -396,8 +419,8 @@ class ActionModule(ActionBase):
         if samp.get("failed"):
             return None, dict(failed=True, msg=samp.get("msg"), sampler=samp, runs=gen.get("runs"))
         try:
-            bursts = find_bursts(samp["times"], samp["counts"], min_gap=float(args.get("gap", 0.6)) / 2,
-                                 expected=reps)
+            times, counts = self._without_earlier_traffic(samp, gen["runs"])
+            bursts = find_bursts(times, counts, min_gap=float(args.get("gap", 0.6)) / 2, expected=reps)
         except SamplingError as exc:
             return None, dict(failed=True, msg=f"DUT counter {samp['counter']['description']}: {exc}",
                               runs=gen["runs"], sampler=samp)

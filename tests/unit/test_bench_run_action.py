@@ -43,3 +43,29 @@ def test_retries_are_bounded():
     result, leads = drive([(None, LATE)] * bench_run.LATE_SAMPLER_ATTEMPTS)
     assert result == (None, LATE)
     assert leads == [1.0, 3.0, 9.0][:bench_run.LATE_SAMPLER_ATTEMPTS]
+
+
+def earlier_traffic_series():
+    """0.1 s samples: 0.2 s of an earlier step's frames, idle, then one 0.6 s burst of this point."""
+    rates = [4e5, 3e5, 0, 0] + [6e6] * 6 + [0] * 4
+    times, counts = [0.0], [0]
+    for rate in rates:
+        times.append(round(times[-1] + 0.1, 6))
+        counts.append(counts[-1] + int(rate * 0.1))
+    return times, counts
+
+
+def test_earlier_traffic_that_stopped_before_the_first_run_is_left_out():
+    times, counts = earlier_traffic_series()
+    samp = {"times": times, "counts": counts, "started_epoch": 100.0}
+    kept_t, kept_c = ActionModule._without_earlier_traffic(samp, [{"started_epoch": 100.3}])
+    assert kept_t[0] == 0.2 and kept_c[0] == 70000
+    assert samp["earlier_traffic"] == {"packets": 70000, "until_s": 0.2}
+
+
+def test_traffic_still_arriving_when_the_first_run_began_is_kept_for_find_bursts_to_refuse():
+    times, counts = earlier_traffic_series()
+    for runs in ([{"started_epoch": 100.1}], [{}], []):  # began during it, or no start time to tell
+        samp = {"times": times, "counts": counts, "started_epoch": 100.0}
+        assert ActionModule._without_earlier_traffic(samp, runs) == (times, counts)
+        assert "earlier_traffic" not in samp

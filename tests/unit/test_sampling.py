@@ -13,6 +13,7 @@ from ansible_collections.xdplab.testbed.plugins.module_utils.traffic._counter_bu
     read_at_midpoint,
     signed_loss,
     slope,
+    trim_leading_traffic,
 )
 
 
@@ -59,6 +60,29 @@ def test_sampler_started_late_is_an_error():
     times, counts = series([6e6, 6e6, 0, 0])
     with pytest.raises(SamplingError, match="already moving at the first sample"):
         find_bursts(times, counts)
+
+
+def test_leading_traffic_is_cut_at_its_end_and_the_rest_keeps_its_clock():
+    # the tail of an earlier step, idle, then this point's two bursts
+    rates = [4e5, 3e5, 0, 0] + ([6e6] * 6 + [0] * 4) * 2
+    times, counts = series(rates)
+    t2, c2, packets, ended = trim_leading_traffic(times, counts)
+    assert packets == int(4e5 * 0.1) + int(3e5 * 0.1)
+    assert ended == pytest.approx(0.2) and t2[0] == ended and c2[0] == packets
+    bursts = find_bursts(t2, c2, expected=2)
+    assert [b.packets for b in bursts] == [6 * int(6e6 * 0.1)] * 2
+    assert bursts[0].t_start == pytest.approx(0.4)  # same sampler clock as the whole series
+
+
+def test_no_leading_traffic_leaves_the_series_alone():
+    times, counts = series([0, 6e6, 6e6, 0, 0])
+    assert trim_leading_traffic(times, counts) == (times, counts, 0, 0.0)
+
+
+def test_traffic_from_first_to_nearly_last_sample_cannot_be_cut():
+    times, counts = series([6e6, 6e6, 6e6, 0])
+    with pytest.raises(SamplingError, match="moving from the first sample to nearly the last"):
+        trim_leading_traffic(times, counts)
 
 
 def test_sampler_stopped_early_is_an_error():

@@ -136,6 +136,31 @@ def find_bursts(times: list[float], counts: list[int], min_gap: float = 0.0,
     return bursts
 
 
+def trim_leading_traffic(times: list[float], counts: list[int]) -> tuple[list[float], list[int], int, float]:
+    """Cut off traffic that was already arriving at the first sample: the series from the end of that
+    first moving stretch on, the packets cut off, and the time the stretch ended (sampler clock).
+
+    Such a stretch is either the tail of something earlier (frames of the previous step still
+    reaching the DUT) or the first repetition caught late; only the caller can tell them apart, by the
+    generator's start time. A series whose first interval is idle comes back unchanged, with (0, t0).
+    """
+    if len(times) != len(counts):
+        raise SamplingError(f"{len(times)} times but {len(counts)} counter values")
+    if len(times) < 3:
+        raise SamplingError(f"need at least 3 samples, got {len(times)}")
+    rates = _rates(times, counts)
+    threshold = max(MIN_RATE, MOVING_SHARE * max(rates))
+    j = 0
+    while j < len(rates) and rates[j] > threshold:
+        j += 1
+    if j == 0:
+        return times, counts, 0, times[0]
+    if len(times) - j < 3:
+        raise SamplingError("the counter was moving from the first sample to nearly the last: "
+                            "no idle stretch after the traffic that was already arriving")
+    return times[j:], counts[j:], counts[j] - counts[0], times[j]
+
+
 def interior_window(rates: list[float], a: int, b: int, share: float = RAMP_SHARE) -> tuple[int, int, int]:
     """Sample indices [a, b] of a burst's interior after trimming ramps at both ends.
 

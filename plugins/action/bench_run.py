@@ -371,9 +371,10 @@ class ActionModule(ActionBase):
     def _without_earlier_traffic(samp: dict, runs: list[dict]) -> tuple[list, list]:
         """The DUT series without traffic that was already arriving at the sampler's first reading and
         had stopped before the generator's first run began: the tail of an earlier step (its frames
-        still draining towards the DUT), not this point's. It is noted in samp["earlier_traffic"]
-        and warned about. Traffic still arriving when the first run began stays, and find_bursts
-        then fails the point: the sampler started late, or other traffic reaches the DUT."""
+        still draining towards the DUT), not this point's. It is noted in samp["earlier_traffic"],
+        which _finish turns into one of the record's warnings. Traffic still arriving when the first
+        run began stays, and find_bursts then fails the point: the sampler started late, or other
+        traffic reaches the DUT."""
         times, counts, packets, ended = trim_leading_traffic(samp["times"], samp["counts"])
         started = samp.get("started_epoch")
         first = runs[0].get("started_epoch") if runs else None
@@ -381,8 +382,6 @@ class ActionModule(ActionBase):
                 or started + ended > first):
             return samp["times"], samp["counts"]
         samp["earlier_traffic"] = {"packets": packets, "until_s": round(ended, 3)}
-        display.warning(f"bench_run: {packets} packets of earlier traffic were still reaching the DUT during the "
-                        f"first {ended:.2f} s of sampling, before the generator started; left out of the point")
         return times, counts
 
     @staticmethod

@@ -80,6 +80,18 @@ def _rates(times: list[float], counts: list[int]) -> list[float]:
     return rates
 
 
+def _moving(times: list[float], counts: list[int]) -> tuple[list[float], list[bool]]:
+    """A checked series' interval rates, and whether each interval (i, i+1) is moving: above
+    MOVING_SHARE of the peak rate and MIN_RATE."""
+    if len(times) != len(counts):
+        raise SamplingError(f"{len(times)} times but {len(counts)} counter values")
+    if len(times) < 3:
+        raise SamplingError(f"need at least 3 samples, got {len(times)}")
+    rates = _rates(times, counts)
+    threshold = max(MIN_RATE, MOVING_SHARE * max(rates))
+    return rates, [r > threshold for r in rates]
+
+
 def find_bursts(times: list[float], counts: list[int], min_gap: float = 0.0,
                 expected: int | None = None) -> list[Burst]:
     """Cut a counter series into bursts of traffic separated by idle intervals.
@@ -90,14 +102,7 @@ def find_bursts(times: list[float], counts: list[int], min_gap: float = 0.0,
     repetitions), surplus bursts are merged across the shortest idle stretches first: a stall is
     shorter than the idle gap the generator leaves between two repetitions.
     """
-    if len(times) != len(counts):
-        raise SamplingError(f"{len(times)} times but {len(counts)} counter values")
-    if len(times) < 3:
-        raise SamplingError(f"need at least 3 samples, got {len(times)}")
-    rates = _rates(times, counts)
-    peak = max(rates)
-    threshold = max(MIN_RATE, MOVING_SHARE * peak)
-    moving = [r > threshold for r in rates]  # moving[i] describes interval (i, i+1)
+    rates, moving = _moving(times, counts)  # moving[i] describes interval (i, i+1)
     if moving[0]:
         raise SamplingError(
             "the counter was already moving at the first sample: the sampler started after the "
@@ -144,14 +149,9 @@ def trim_leading_traffic(times: list[float], counts: list[int]) -> tuple[list[fl
     reaching the DUT) or the first repetition caught late; only the caller can tell them apart, by the
     generator's start time. A series whose first interval is idle comes back unchanged, with (0, t0).
     """
-    if len(times) != len(counts):
-        raise SamplingError(f"{len(times)} times but {len(counts)} counter values")
-    if len(times) < 3:
-        raise SamplingError(f"need at least 3 samples, got {len(times)}")
-    rates = _rates(times, counts)
-    threshold = max(MIN_RATE, MOVING_SHARE * max(rates))
+    moving = _moving(times, counts)[1]
     j = 0
-    while j < len(rates) and rates[j] > threshold:
+    while j < len(moving) and moving[j]:
         j += 1
     if j == 0:
         return times, counts, 0, times[0]

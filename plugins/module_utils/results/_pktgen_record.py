@@ -19,7 +19,8 @@ def pktgen_step_record(*, run_id: str, scenario: str, variant: str, sweep: dict,
                        device_kind: str, environment: dict, started: str, duration_s: float,
                        build: str | None = None, extra: dict | None = None) -> dict:
     """``result``: what a pktgen run returned (pps, packets, errors, seconds, devices and cpu, the share
-    of the CPUs' time during the run). ``spec``: the checked pktgen parameters it ran with (pkt_size,
+    of the CPUs' time during the run; ``raw``, the device files it was parsed from, is kept in the
+    repetition when given). ``spec``: the checked pktgen parameters it ran with (pkt_size,
     burst, clone_skb, duration, threads). ``build`` None leaves the build out of the params (the A/B
     loop: the kernel is the variant). pktgen sends as fast as the device takes its packets: the point is
     generator-bound by construction."""
@@ -35,6 +36,8 @@ def pktgen_step_record(*, run_id: str, scenario: str, variant: str, sweep: dict,
         params["build"] = build
     rep = {"gen_packets": packets, "gen_seconds": result.get("seconds"), "gen_cpu": result.get("cpu"),
            "devices": result.get("devices", [])}
+    if result.get("raw"):
+        rep["raw"] = result["raw"]
     return _record.build_record(
         run_id=run_id, scenario=scenario, variant=variant, tool="pktgen", params=params, samples=[pps],
         counters={"gen_packets": packets, "gen_errors": errors}, environment=environment, started=started,

@@ -65,5 +65,5 @@ def test_a_failed_or_incomplete_run_is_named(result, needle):
 def test_the_device_file_it_was_parsed_from_is_kept_in_the_repetition():
     raw = "Device: pg0\nCurrent:\n     pkts-sofar: 122469  errors: 0\nResult: OK: 2000000(c1990000+d10000) usec\n"
     assert step(dict(RESULT, raw=raw))["reps"][0]["raw"] == raw
-    # the module's result on a lab DUT carries no device file: nothing is made up
+    # a result without its device file gets none made up
     assert "raw" not in step()["reps"][0]

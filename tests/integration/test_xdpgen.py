@@ -129,7 +129,6 @@ def test_xdpgen_count_exact_one_thread(drop_pair):
     assert 300001 <= drop_pair.counter(1) - before <= 300001 + SLACK
 
 
-@pytest.mark.skipif((os.cpu_count() or 1) < 2, reason="needs 2 CPUs for 2 threads")
 def _veth_xmit(pair: Pair) -> tuple[int, int]:
     """(frames the sending veth put on the peer's ring, frames it could not: the ring was full), from
     ethtool -S over all queues."""
@@ -139,6 +138,7 @@ def _veth_xmit(pair: Pair) -> tuple[int, int]:
             sum(v for k, v in stats.items() if k.endswith("xdp_xmit_errors")))
 
 
+@pytest.mark.skipif((os.cpu_count() or 1) < 2, reason="needs 2 CPUs for 2 threads")
 def test_xdpgen_count_split_over_two_threads(drop_pair):
     before, (xmit_before, errors_before) = drop_pair.counter(1), _veth_xmit(drop_pair)
     proc = drop_pair.run("-i", drop_pair.gif, "-n", "300001", "-t", "2", "-q")
@@ -148,9 +148,11 @@ def test_xdpgen_count_split_over_two_threads(drop_pair):
     assert sorted(t["packets"] for t in r["per_thread"]) == [150000, 150001]
     assert [t["cpu"] for t in r["per_thread"]] == [0, 1]
     # Two CPUs feed one veth rx ring: when it is full the sending veth drops the frame and counts it
-    # as an xdp_xmit error (how many depends on the load). Under that contention the kernel's
-    # live-frame path also loses the odd redirect bulk (16 frames) before the veth sees it, counted
-    # nowhere (seen in CI: 16 of 300001), so the veth's account may fall short by a few bulks.
+    # as an xdp_xmit error (how many depends on the load). Both counters live in the peer queue's
+    # stats, which veth_xdp_xmit updates with a plain += per bulk from whichever CPU sends it, so two
+    # senders at once lose whole bulks' counts of either (seen in CI: xmit + errors short by 16 and by
+    # 80 of 300001). The DUT program's per-CPU count is exact, so it stands in for xmit when higher;
+    # what may still be short is the racy error count, bounded here at 1%.
     # The last frames may still sit in the peer's ring when xdpgen exits: wait for the counts to settle.
 
     def counts() -> tuple[int, int, int]:
@@ -162,7 +164,8 @@ def test_xdpgen_count_split_over_two_threads(drop_pair):
         time.sleep(0.2)
         received, xmit, errors = counts()
     assert received >= 0.5 * 300001
-    assert 300001 - 4 * 16 <= xmit + errors <= 300001, (xmit, errors)
+    assert xmit + errors <= 300001, (xmit, errors)
+    assert max(xmit, received - SLACK) + errors >= 0.99 * 300001, (received, xmit, errors)
     # Every frame the veth delivered was counted by the DUT's XDP program, and no more than were sent
     # and not refused (plus the odd IPv6 neighbour packet of the link itself). The upper bound is not
     # xmit: two senders update the peer queue's xdp_xmit counter at once, and the veth's count then

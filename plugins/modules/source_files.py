@@ -85,7 +85,6 @@ unchanged:
   sample: ["Makefile"]
 """
 
-import base64
 import os
 import traceback
 
@@ -107,7 +106,7 @@ def main() -> None:
     dest = module.params["dest"]
     try:
         mode = sf.parse_mode(module.params["mode"])
-        files = {sf.check_name(name): base64.b64decode(data, validate=True)
+        files = {sf.check_name(name): sf.decode(name, data)
                  for name, data in (module.params["contents"] or {}).items()}
         if not files:
             raise sf.SourceFilesError("no file contents: the xdplab.testbed.source_files action sends them")

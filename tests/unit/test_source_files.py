@@ -104,3 +104,15 @@ def test_bad_input_names_the_value_and_touches_nothing(tmp_path):
     mode = run_module(dict(args(tmp_path, Makefile=b"m"), mode="0o644"))
     assert mode.get("failed") and "'0o644'" in mode["msg"], mode
     assert not (tmp_path / "Makefile").exists()
+
+
+@pytest.mark.parametrize(("data", "word"), [(2147483646, "is a int, not a base64 string"),
+                                            ("not base64!", "is not valid base64"),
+                                            (None, "is a NoneType")])
+def test_contents_that_are_not_base64_strings_are_named(tmp_path, data, word):
+    # found by tests/unit/test_hostile_input.py: an int reached base64 and raised TypeError out of the module
+    with pytest.raises(sf.SourceFilesError, match="'tool.c'"):
+        sf.decode("tool.c", data)
+    res = run_module({"src": ["/c/tool.c"], "dest": str(tmp_path), "contents": {"tool.c": data, "Makefile": "bQ=="}})
+    assert res.get("failed") and "'tool.c'" in res["msg"] and word in res["msg"], res
+    assert not (tmp_path / "Makefile").exists()

@@ -14,6 +14,8 @@ copy's meaning for make: an unchanged file keeps its mtime, a changed one gets a
 
 from __future__ import annotations
 
+import base64
+import binascii
 import hashlib
 import os
 import re
@@ -30,6 +32,16 @@ def check_name(name: str) -> str:
     if not isinstance(name, str) or not name or name in (".", "..") or "/" in name or "\0" in name:
         raise SourceFilesError(f"source file name {name!r} is not a plain file name (no '/', not '.' or '..')")
     return name
+
+
+def decode(name: str, data: object) -> bytes:
+    """One file's contents as the action sends them: a base64 string, checked strictly."""
+    if not isinstance(data, str):
+        raise SourceFilesError(f"contents of {name!r} is a {type(data).__name__}, not a base64 string")
+    try:
+        return base64.b64decode(data, validate=True)
+    except (binascii.Error, ValueError) as exc:
+        raise SourceFilesError(f"contents of {name!r} is not valid base64: {exc}") from None
 
 
 def parse_mode(mode: str) -> int:

@@ -15,7 +15,7 @@ description:
     ran C(ansible-playbook) in. Entries with a URL or an absolute path are returned as they are.
   - Why it exists. Ansible runs a module on the controller in the playbook's directory, so a relative
     path typed on the command line (C(-e ab_series=...)) would be looked for under C(playbooks/) and
-    not where the user typed it.
+    not where the user typed it. The kernel role applies it to each variant's patches.
 options:
   _input:
     description: The series.
@@ -57,10 +57,11 @@ def series_paths(series: list, base: str | None = None) -> list[dict]:
         if not isinstance(entry, dict):
             raise AnsibleFilterError(f"series_paths: entry {n} ({entry!r}) is not a {{path}} or "
                                      "{url, sha256} mapping")
+        entry = dict(entry)
         path = entry.get("path")
         if isinstance(path, str) and path and not os.path.isabs(os.path.expanduser(path)):
-            entry = dict(entry, path=os.path.normpath(os.path.join(root, path)))
-        out.append(dict(entry))
+            entry["path"] = os.path.normpath(os.path.join(root, path))
+        out.append(entry)
     return out
 
 

@@ -15,7 +15,6 @@ copy's meaning for make: an unchanged file keeps its mtime, a changed one gets a
 from __future__ import annotations
 
 import base64
-import binascii
 import hashlib
 import os
 import re
@@ -40,7 +39,7 @@ def decode(name: str, data: object) -> bytes:
         raise SourceFilesError(f"contents of {name!r} is a {type(data).__name__}, not a base64 string")
     try:
         return base64.b64decode(data, validate=True)
-    except (binascii.Error, ValueError) as exc:
+    except ValueError as exc:  # binascii.Error is one
         raise SourceFilesError(f"contents of {name!r} is not valid base64: {exc}") from None
 
 

@@ -39,6 +39,7 @@ from ansible_collections.xdplab.testbed.plugins.module_utils.traffic._bench_run_
 from ansible_collections.xdplab.testbed.plugins.module_utils.traffic._client_server_argv import server_argv
 from ansible_collections.xdplab.testbed.plugins.module_utils.traffic._counter_bursts import (
     SamplingError,
+    TrafficAtStart,
     align_bursts,
     bound_label,
     dut_drops,
@@ -67,7 +68,8 @@ SAMPLER_SLACK = 8.0
 PLUMBING = ("dst_mac", "src_mac")
 # The sampler gives up when the counter has not moved for lead + gap + this many seconds.
 STALL_MARGIN = 4.0
-# Tries of a point whose DUT sampler started after the generator (each with three times the lead).
+# Tries of a point whose DUT sampler started after the generator, or whose counter was already moving
+# at the sampler's first reading (each with three times the lead).
 LATE_SAMPLER_ATTEMPTS = 3
 # A tool stopped after its own readiness sign (testpmd) may take this long to start on a loaded
 # machine: allowed per repetition in the sampler's limits, never inside the measured window.
@@ -354,16 +356,32 @@ class ActionModule(ActionBase):
     def _continuous(self, args, module_args, reps, params, task_vars):
         """Run the generator while the DUT counter is sampled. A sampler that started only after the
         generator (its module start-up outran the lead on a loaded host: its first reading is later
-        than the first run's start) measured nothing: the point is run again with a longer lead."""
+        than the first run's start) measured nothing: the point is run again with a longer lead. So is
+        a point whose counter was already moving at the sampler's first reading although the sampler
+        read first: the two hosts' clocks may differ by more than the margin, or traffic that was not
+        the generator's reached the DUT then (a real NIC's link coming back after the reset that an
+        XDP detach makes, say); with the longer lead such a transient ends before the first run and is
+        left out (_without_earlier_traffic). Traffic that keeps flowing fails the point after the last
+        try, its message saying how many tries with which leads."""
         lead = float(args.get("lead", 1.0))
+        leads = []
         for attempt in range(LATE_SAMPLER_ATTEMPTS):
+            leads.append(lead)
             runs, samp = self._continuous_once(args, module_args, reps, params, task_vars, lead)
             late = (runs is None and isinstance(samp.get("sampler"), dict) and samp.get("runs")
                     and self._sampler_was_late(samp["sampler"], samp["runs"]))
-            if not late or attempt == LATE_SAMPLER_ATTEMPTS - 1:
+            moving = runs is None and bool(samp.get("traffic_at_start"))
+            if not (late or moving):
+                return runs, samp
+            if attempt == LATE_SAMPLER_ATTEMPTS - 1:
+                if moving:
+                    samp["msg"] = (f"{samp.get('msg')} (in {len(leads)} tries with leads of "
+                                   f"{', '.join(f'{x:g}' for x in leads)} s)")
                 return runs, samp
             lead *= 3
-            display.warning(f"bench_run: the DUT sampler on {args['dut']} started after the generator; "
+            why = ("started after the generator" if late else
+                   "saw the counter moving at its first reading (traffic before the generator's)")
+            display.warning(f"bench_run: the DUT sampler on {args['dut']} {why}; "
                             f"running the point again with a {lead:.1f} s lead")
         return runs, samp
 
@@ -422,7 +440,7 @@ class ActionModule(ActionBase):
             bursts = find_bursts(times, counts, min_gap=float(args.get("gap", 0.6)) / 2, expected=reps)
         except SamplingError as exc:
             return None, dict(failed=True, msg=f"DUT counter {samp['counter']['description']}: {exc}",
-                              runs=gen["runs"], sampler=samp)
+                              runs=gen["runs"], sampler=samp, traffic_at_start=isinstance(exc, TrafficAtStart))
         if len(bursts) != reps:
             what = "did not move: the DUT received nothing" if not bursts else f"showed {len(bursts)} bursts"
             return None, dict(failed=True, runs=gen["runs"], sampler=samp,

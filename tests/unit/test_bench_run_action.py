@@ -1,6 +1,7 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
 """bench_run's action: a DUT sampler that started after the generator (its module start-up outran
-the lead on a loaded host) makes the point run again with a longer lead, not fail."""
+the lead on a loaded host), or traffic already arriving at the sampler's first reading, makes the
+point run again with a longer lead, not fail; traffic that keeps arriving fails it after the last try."""
 
 from __future__ import annotations
 
@@ -10,7 +11,10 @@ from ansible_collections.xdplab.testbed.plugins.action.bench_run import ActionMo
 LATE = {"sampler": {"started_epoch": 105.0}, "runs": [{"started_epoch": 100.0}], "failed": True,
         "msg": "the counter was already moving at the first sample"}
 FOREIGN = {"sampler": {"started_epoch": 95.0}, "runs": [{"started_epoch": 100.0}], "failed": True,
-           "msg": "the counter was already moving at the first sample"}
+           "msg": "the counter was already moving at the first sample", "traffic_at_start": True}
+# a point that failed otherwise, the sampler having read first
+OTHER = {"sampler": {"started_epoch": 95.0}, "runs": [{"started_epoch": 100.0}], "failed": True,
+         "msg": "DUT counter showed 2 bursts (expected 3, one per repetition)"}
 
 
 def drive(outcomes):
@@ -33,10 +37,22 @@ def test_a_late_sampler_is_retried_with_a_longer_lead():
     assert leads == [1.0, 3.0]
 
 
-def test_traffic_already_flowing_before_the_sampler_fails_at_once():
-    # The sampler read before the generator started: foreign traffic, not a late sampler.
-    result, leads = drive([(None, FOREIGN)])
-    assert result == (None, FOREIGN) and leads == [1.0]
+def test_traffic_at_the_first_reading_is_tried_again_and_fails_only_when_it_keeps_flowing():
+    # The sampler read before the generator started, yet the counter moved: a transient (a real NIC's
+    # link coming back after an XDP detach reset it) is gone at the next try, with a longer lead ...
+    good = ([{"started_epoch": 200.0}], {"bursts": []})
+    result, leads = drive([(None, dict(FOREIGN)), good])
+    assert result == good and leads == [1.0, 3.0]
+    # ... and traffic that keeps flowing fails the point, saying how often it was tried
+    result, leads = drive([(None, dict(FOREIGN)) for _dummy in range(bench_run.LATE_SAMPLER_ATTEMPTS)])
+    assert result[0] is None and leads == [1.0, 3.0, 9.0][:bench_run.LATE_SAMPLER_ATTEMPTS]
+    assert result[1]["msg"] == ("the counter was already moving at the first sample "
+                                "(in 3 tries with leads of 1, 3, 9 s)")
+
+
+def test_another_failure_with_an_early_sampler_fails_at_once():
+    result, leads = drive([(None, OTHER)])
+    assert result == (None, OTHER) and leads == [1.0]
 
 
 def test_retries_are_bounded():

@@ -42,6 +42,12 @@ class SamplingError(ValueError):
     """The series cannot be cut into the expected bursts."""
 
 
+class TrafficAtStart(SamplingError):
+    """The counter was already moving at the first sample: the sampler started after the traffic, or
+    other traffic reached the DUT then (a transient one, such as a NIC's link coming back after a reset,
+    is gone when the point runs again with a longer lead; a steady one is not)."""
+
+
 @dataclass
 class Burst:
     start: int  # index of the last idle sample before the burst
@@ -104,7 +110,7 @@ def find_bursts(times: list[float], counts: list[int], min_gap: float = 0.0,
     """
     rates, moving = _moving(times, counts)  # moving[i] describes interval (i, i+1)
     if moving[0]:
-        raise SamplingError(
+        raise TrafficAtStart(
             "the counter was already moving at the first sample: the sampler started after the "
             "traffic (raise the sampler lead time) or other traffic reaches the DUT"
         )

@@ -61,7 +61,9 @@ options:
     description:
       - V(record) compares records (or their replication units, whatever they are) as described above.
       - V(boot) compares two kernels by boot; O(baseline_variant) and O(candidate_variant) then name
-        the kernels when both sides are the same directory.
+        the kernels when both sides are the same directory. A record's kernel is its environment's
+        C(kernel_variant), else its C(variant); a scenario sweep's record, whose variant is the datapath
+        it measured (C(xdp_flow), C(tc_bpf), ...), has that datapath in its row's params.
     type: str
     choices: [record, boot]
     default: record
@@ -226,7 +228,7 @@ import traceback
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.xdplab.testbed.plugins.module_utils.kernel import _build_logic as _kernel
-from ansible_collections.xdplab.testbed.plugins.module_utils.results._ab import analyze
+from ansible_collections.xdplab.testbed.plugins.module_utils.results._ab import analyze, kernel_of
 from ansible_collections.xdplab.testbed.plugins.module_utils.results._compare import (
     compare_records,
     match,
@@ -272,7 +274,7 @@ def _series(module: AnsibleModule, ab: dict, records: list[dict]) -> dict | None
     booted = None
     for r in records:
         env = r.get("environment")
-        if ((p["candidate_variant"] is None or r.get("variant") == p["candidate_variant"])
+        if ((p["candidate_variant"] is None or kernel_of(r) == p["candidate_variant"])
                 and isinstance(env, dict) and env.get("kernel_patches")):
             booted = env["kernel_patches"]
             break

@@ -121,6 +121,37 @@ def test_missing_kernel_and_nothing_in_common_are_errors():
         analyze(other, other, baseline="base", candidate="patched")
 
 
+def sweep_rec(kernel, boot, ns, datapath, scenario="xdp_flow"):
+    """A scenario sweep's record of one boot: its variant is the datapath, the kernel is in its environment."""
+    r = rec(kernel, boot, ns, scenario=scenario, params={"pkt_size": 64, "build": "baseline"},
+            env=dict(ENV, kernel=f"6.12.0-{kernel}", kernel_variant=kernel))
+    r["variant"] = datapath
+    return r
+
+
+def test_sweep_records_group_by_the_kernel_in_their_environment_one_row_per_datapath():
+    ns = {("base", "xdp_flow"): [[100.0], [101.0]], ("base", "nft"): [[300.0], [302.0]],
+          ("patched", "xdp_flow"): [[90.0], [91.0]], ("patched", "nft"): [[301.0], [303.0]]}
+    boots = {"base": [1, 4], "patched": [2, 3]}
+    rs = [sweep_rec(k, boots[k][i], v, dp) for (k, dp), per_boot in ns.items() for i, v in enumerate(per_boot)]
+    # and the in-kernel runner's pktgen records of the same boots (variant = the kernel)
+    rs += [rec(k, b, [2000.0 + b], scenario="pktgen_xmit") for k, bs in boots.items() for b in bs]
+    out = analyze(rs, rs, baseline="base", candidate="patched")
+    rows = {(r["scenario"], r["params"].get("variant")): r for r in out["rows"]}
+    assert set(rows) == {("xdp_flow", "xdp_flow"), ("xdp_flow", "nft"), ("pktgen_xmit", None)}
+    assert rows[("xdp_flow", "xdp_flow")]["delta_ns_per_packet"] == pytest.approx(90.5 - 100.5)
+    assert rows[("xdp_flow", "nft")]["delta_ns_per_packet"] == pytest.approx(302.0 - 301.0)
+    assert rows[("xdp_flow", "nft")]["boots"] == {"baseline": ["01-base", "04-base"],
+                                                    "candidate": ["02-patched", "03-patched"]}
+    assert rows[("pktgen_xmit", None)]["params"] == {"pkt_size": 64}
+    assert out["boots"] == {"baseline": 2, "candidate": 2}
+    text = render_ab(out)
+    assert "xdp_flow" in text and "nft" in text and "pktgen_xmit" in text
+    # a datapath named like a kernel is still selected by the environment's kernel
+    with pytest.raises(ABError, match="no records of kernel 'nft' on the candidate side"):
+        analyze(rs, rs, baseline="base", candidate="nft")
+
+
 def test_aa_split_of_four_boots_matches_scipy_and_three_say_why_not():
     base = [[150.0, 150.2], [151.0], [149.5, 149.7, 149.6], [150.8]]
     rs = records(base, [[148.0], [148.5], [147.9], [148.2]])

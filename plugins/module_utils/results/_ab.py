@@ -50,11 +50,29 @@ def _boot_id(rec: dict) -> str:
     return ident
 
 
+def kernel_of(rec: dict) -> str | None:
+    """The kernel a record was measured on: its environment's ``kernel_variant`` (a scenario sweep's
+    record, whose ``variant`` is the datapath it measured), else its ``variant`` (the in-kernel runner's
+    records, whose variant is the kernel)."""
+    env = rec.get("environment") or {}
+    kernel = env.get("kernel_variant") if isinstance(env, dict) else None
+    return str(kernel) if kernel not in (None, "") else rec.get("variant")
+
+
+def row_params(rec: dict) -> dict:
+    """The params that name a record's row: its params, plus ``variant`` when that is a datapath of a
+    sweep (xdp_flow, tc_bpf, ...) rather than the kernel, so each datapath is a row of its own."""
+    variant = rec.get("variant")
+    if variant is None or variant == kernel_of(rec):
+        return rec["params"]
+    return dict(rec["params"], variant=variant)
+
+
 def collapse(boot: str, records: list[dict]) -> dict:
     """The records of one boot (one scenario + params) as one unit: their repetitions together."""
     first = min(records, key=lambda r: str(r.get("started", "")))
     return {
-        "scenario": first["scenario"], "params": first["params"], "variant": first.get("variant"),
+        "scenario": first["scenario"], "params": row_params(first), "variant": kernel_of(first),
         "run_id": first.get("run_id"), "started": str(first.get("started", "")),
         "replicate": {"level": LEVEL, "id": boot},
         "samples": [s for r in records for s in r["samples"]],
@@ -70,12 +88,13 @@ SHOWN_APART = ("kernel_patches",)  # the series: subjects and patch-ids
 
 def boots_by_key(records: list[dict], kernel: str | None) -> dict[tuple[str, str], list[dict]]:
     """{(scenario, params key): [one collapsed unit per boot, in boot order]} of one kernel's records
-    (``variant`` == kernel; every record when kernel is None). Boot order: first start, then boot id."""
+    (kernel_of(record) == kernel; every record when kernel is None). A sweep's datapath variant is part
+    of the row's params (row_params). Boot order: first start, then boot id."""
     grouped: dict[tuple[str, str], dict[str, list[dict]]] = {}
     for rec in records:
-        if kernel is not None and rec.get("variant") != kernel:
+        if kernel is not None and kernel_of(rec) != kernel:
             continue
-        key = (rec["scenario"], params_key(rec["params"]))
+        key = (rec["scenario"], params_key(row_params(rec)))
         grouped.setdefault(key, {}).setdefault(_boot_id(rec), []).append(rec)
     out = {}
     for key, boots in grouped.items():
@@ -142,10 +161,11 @@ def _varying_keys(units: list[dict]) -> set[str]:
 
 def analyze(base_records: list[dict], cand_records: list[dict], *, baseline: str | None = None,
             candidate: str | None = None, level: float = 0.95) -> dict:
-    """A/B of two kernels by boot. ``baseline``/``candidate`` select records by variant (None: all the
-    records of that side). Every record must name its boot (``replicate`` level "boot"); several
-    records of one boot and one scenario + params are pooled into that boot's one value. Fewer than
-    2 boots of a kernel for a scenario + params is an error naming the kernel, the row and the count."""
+    """A/B of two kernels by boot. ``baseline``/``candidate`` select records by kernel (kernel_of: the
+    environment's kernel_variant, else the variant; None: all the records of that side). Every record
+    must name its boot (``replicate`` level "boot"); several records of one boot and one scenario +
+    params (row_params) are pooled into that boot's one value. Fewer than 2 boots of a kernel for a
+    scenario + params is an error naming the kernel, the row and the count."""
     b = boots_by_key(base_records, baseline)
     c = boots_by_key(cand_records, candidate)
     names = {"baseline": baseline or "baseline", "candidate": candidate or "candidate"}

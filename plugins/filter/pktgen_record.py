@@ -54,6 +54,9 @@ options:
   build:
     description: The build named in the record's params; null leaves it out.
     type: str
+  replicate:
+    description: The replication unit the record is (C({level, id}), e.g. the A/B loop's boot); empty or null for none.
+    type: dict
 author: xdplab.testbed developers
 """
 
@@ -77,7 +80,7 @@ from ansible_collections.xdplab.testbed.plugins.module_utils.results._pktgen_rec
 
 
 def pktgen_record(result, run_id, scenario, variant, sweep, spec, device_kind, started, environment=None,
-                  build=None):
+                  build=None, replicate=None):
     if not isinstance(result, dict) or result.get("failed"):
         why = result.get("msg", "no message") if isinstance(result, dict) else f"not a module result: {result!r}"
         raise AnsibleFilterError(f"pktgen_record: {scenario}/{variant}: the pktgen run failed: {why}")
@@ -85,7 +88,8 @@ def pktgen_record(result, run_id, scenario, variant, sweep, spec, device_kind, s
         return pktgen_step_record(
             run_id=run_id, scenario=scenario, variant=variant, sweep=dict(sweep), spec=dict(spec), result=result,
             device_kind=device_kind, environment=dict(environment or {}), started=started,
-            duration_s=float(result.get("seconds") or spec["duration"]), build=build)
+            duration_s=float(result.get("seconds") or spec["duration"]), build=build,
+            extra={"replicate": dict(replicate)} if replicate else None)
     except (KeyError, TypeError, ValueError) as exc:
         raise AnsibleFilterError(f"pktgen_record: {exc}") from exc
 

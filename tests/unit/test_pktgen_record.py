@@ -50,6 +50,19 @@ def test_same_record_as_the_guest_sweep_builds():
     assert "build" not in step(build=None)["params"]
 
 
+def test_a_replicate_names_the_records_unit_and_survives_the_merge():
+    unit = {"level": "boot", "id": "03-patched"}
+    rec = pktgen_record(RESULT, run_id="20261202-100000-ab12", scenario="pktgen_burst", variant="clone_on",
+                        sweep={"burst": 8, "pkt_size": 64}, spec=SPEC, device_kind="igb",
+                        started="2026-12-02T10:00:00Z", replicate=unit)
+    assert rec["replicate"] == unit
+    assert sweep_merge(dict(rec, samples=[60000.0]), sweep_merge(rec))["replicate"] == unit
+    assert "replicate" not in step() and "replicate" not in pktgen_record(
+        RESULT, run_id="20261202-100000-ab12", scenario="pktgen_burst", variant="clone_on",
+        sweep={"burst": 8, "pkt_size": 64}, spec=SPEC, device_kind="igb", started="2026-12-02T10:00:00Z",
+        replicate={})
+
+
 @pytest.mark.parametrize(("result", "needle"), [
     ({"failed": True, "msg": "pktgen refused 'burst 8' on eth1"},
      "pktgen_burst/clone_on: the pktgen run failed: pktgen refused 'burst 8' on eth1"),

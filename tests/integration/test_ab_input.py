@@ -33,3 +33,26 @@ def test_a_dut_loop_without_the_reboot_guard_or_the_host_is_refused(tmp_path, ex
     assert proc.returncode != 0 and named in out, out[-3000:]
     assert "Build the two kernels" not in out and "Begin the run" not in out, out[-3000:]
     assert not (tmp_path / "results").exists()
+
+
+@pytest.mark.parametrize(("inventory", "extra", "named"), [
+    # sweeps run from a generator to a DUT of the inventory: not in the QEMU guest
+    (None, {"ab_sweeps": ["xdp_flow"]}, "the sweeps ['xdp_flow'] need ab_dut and an inventory with a generator"),
+    ("inventories/vmlab", {"ab_sweeps": ["xdp_flows"]},
+     'unknown scenario sweep "xdp_flows": known are pktgen_burst, xdp_flow, xsk_tx_metadata, xsk_vs_syscall'),
+    ("inventories/vmlab", {"ab_sweeps": ["xsk_vs_syscall"], "ab_duration": 3000},
+     "sweep_plan: this sweep needs"),
+    ("inventories/vmlab", {"ab_scenarios": [], "ab_sweeps": []}, "at least one scenario or sweep (got [] and [])"),
+])
+def test_a_bad_sweep_is_refused_naming_it_before_anything_is_built(tmp_path, inventory, extra, named):
+    ev = dict({"ab_series": SERIES, "xdplab_results_root": str(tmp_path / "results")}, **extra)
+    if inventory:
+        ev.update(ab_dut="vmdut", kernel_reboot_ok=True)
+    argv = [str(PLAYBOOK), *(["-i", inventory] if inventory else []), "playbooks/ab.yml", "-e", json.dumps(ev)]
+    proc = subprocess.run(argv, cwd=ROOT, capture_output=True, text=True, timeout=600, check=False,  # noqa: S603
+                          env=dict(os.environ, ANSIBLE_NOCOLOR="1", ANSIBLE_FORCE_COLOR="0"))
+    out = " ".join(proc.stdout.split())
+    assert proc.returncode != 0 and named in out, out[-3000:]
+    for later in ("Build the sweeps' programs", "Build the two kernels", "Begin the run"):
+        assert later not in out, out[-3000:]
+    assert not (tmp_path / "results").exists()

@@ -189,3 +189,49 @@ def test_the_loop_on_the_dut_finds_the_known_effect_and_leaves_the_default(dut, 
     # every boot was booted once: the DUT's default entry is what it was; nothing of the runner is left
     assert saved_entry() == default
     assert ssh("ls -d /tmp/xdplab-ab.* /sys/class/net/pg0 2>/dev/null || true").strip() == ""
+
+
+def test_the_loop_runs_the_sweeps_between_the_hosts_after_every_boot(dut, tmp_path):
+    """playbooks/ab.yml with ab_sweeps: after every boot of the DUT, the xdp_flow sweep runs from the
+    generator over the lab's igb link; each record names its boot and, in its environment, the kernel it
+    ran on (its variant is the datapath), and each datapath is a row of the cover letter with n = 2 boots
+    per kernel. The kernels are the previous test's (cached: nothing compiles). Nothing of the sweep is
+    left on the DUT."""
+    known = ROOT / "files" / "patches" / "known-effect"
+    evars = {"ab_dut": "vmdut", "kernel_reboot_ok": True, "kernel_qemu_verify_enabled": False,
+             "ab_baseline_name": "lab-control", "ab_candidate_name": "lab-effect", "ab_boots": 2,
+             "ab_repetitions": 1, "ab_duration": 2, "xdplab_results_root": str(tmp_path / "results"),
+             "ab_scenarios": [], "ab_sweeps": ["xdp_flow"],
+             "ab_baseline_series": [{"path": str(p)} for p in sorted((known / "control").glob("*.patch"))],
+             "ab_series": [{"path": str(p)} for p in sorted((known / "effect").glob("*.patch"))]}
+    argv = [str(PLAYBOOK), "-i", "inventories/vmlab", "playbooks/ab.yml", "-e", json.dumps(evars)]
+    proc = subprocess.run(argv, cwd=ROOT, capture_output=True, text=True, timeout=3600, check=False,  # noqa: S603
+                          env=dict(os.environ, ANSIBLE_NOCOLOR="1", PATH=f"{PLAYBOOK.parent}:{os.environ['PATH']}"))
+    assert proc.returncode == 0, proc.stdout[-6000:] + proc.stderr[-2000:]
+    assert "cached, nothing compiled" in proc.stdout
+    (run,) = [d for d in (tmp_path / "results").iterdir() if d.is_dir()]
+    boots = sorted(d.name for d in run.iterdir() if d.is_dir())
+    assert boots == ["boot-01-lab-control", "boot-02-lab-effect", "boot-03-lab-effect", "boot-04-lab-control"]
+    version = dut["release"].rsplit("-", 1)[0]
+    for boot in boots:
+        kernel = boot.split("-", 2)[2]
+        recs = {r["variant"]: r for r in (json.loads(p.read_text()) for p in (run / boot).glob("*.json"))}
+        assert set(recs) == {"xdp_flow", "tc_bpf", "nft"}, sorted(recs)
+        for rec in recs.values():
+            assert rec["scenario"] == "xdp_flow" and rec["replicate"] == {"level": "boot", "id": boot[5:]}
+            assert rec["environment"]["kernel_variant"] == kernel
+            assert rec["environment"]["kernel"] == f"{version}-{kernel}", rec["environment"]["kernel"]
+            assert rec["environment"]["nic"]["igb0"]["driver"] == "igb" and rec["samples"][0] > 0
+        assert not (run / boot / "INCOMPLETE").exists() and not (run / boot / "report.txt").exists()
+    analysis = yaml.safe_load((run / "ab-analysis.yml").read_text())
+    rows = {r["params"]["variant"]: r for r in analysis["rows"]}
+    assert set(rows) == {"xdp_flow", "tc_bpf", "nft"}
+    for row in rows.values():
+        assert (row["baseline"]["n"], row["candidate"]["n"]) == (2, 2), row
+        assert row["boots"] == {"baseline": ["01-lab-control", "04-lab-control"],
+                                "candidate": ["02-lab-effect", "03-lab-effect"]}
+    letter = (run / "cover-letter.txt").read_text()
+    assert all(f"variant={v}" in letter for v in rows), letter
+    # the sweep's hooks, XDP program and addresses are gone from the DUT's port
+    left = ssh("ip -j addr show dev igb0; ip -j link show dev igb0; nft list tables; tc filter show dev igb0 ingress")
+    assert "198.18.0.2" not in left and '"xdp"' not in left and "xdplab_scenarios" not in left, left

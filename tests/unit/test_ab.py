@@ -152,6 +152,34 @@ def test_sweep_records_group_by_the_kernel_in_their_environment_one_row_per_data
         analyze(rs, rs, baseline="base", candidate="nft")
 
 
+def test_sweep_rows_are_named_by_datapath_with_what_they_share_once_and_the_sockets_bind_modes():
+    rs = []
+    for kernel, boots, mode in (("base", [1, 4], "copy"), ("patched", [2, 3], "zero-copy")):
+        for b in boots:
+            for dp, server in (("rx_syscall", "udpsink"), ("rx_xsk", "xsksink")):
+                r = sweep_rec(kernel, b, [20000.0 + b], dp, scenario="xsk_vs_syscall")
+                r["params"] = dict(r["params"], server=server, dst_ip="198.18.0.2")
+                r["counters"] = {"server": {"tool": server, "info": {"mode": mode} if server == "xsksink" else {}}}
+                r["reps"] = [{"gen_figures": {"bind_mode": "zero-copy"}}]
+                rs.append(r)
+    out = analyze(rs, rs, baseline="base", candidate="patched")
+    rows = {r["params"]["variant"]: r for r in out["rows"]}
+    assert rows["rx_xsk"]["xsk_bind"] == {"baseline": {"dut": ["copy"], "generator": ["zero-copy"]},
+                                          "candidate": {"dut": ["zero-copy"], "generator": ["zero-copy"]}}
+    assert rows["rx_syscall"]["xsk_bind"]["baseline"]["dut"] == []
+    text = render_ab(out)
+    table = text.split("\n\n")[1]
+    assert "xsk_vs_syscall/rx_xsk server=xsksink " in table and "dst_ip" not in table, table
+    assert "xsk_vs_syscall rows share: build=baseline dst_ip=198.18.0.2 pkt_size=64." in " ".join(text.split())
+    assert ("xsk_vs_syscall/rx_xsk server=xsksink: AF_XDP sockets bound dut copy (A), zero-copy (B); "
+            "generator zero-copy (A), zero-copy (B).") in " ".join(text.split())
+    # records without sockets say nothing about binding
+    plain = analyze(*[records([[150.0], [151.0]], [[149.0], [149.5]])] * 2, baseline="base", candidate="patched")
+    assert "xsk_bind" not in plain["rows"][0] and "AF_XDP" not in render_ab(plain)
+    # a scenario with one row keeps all its params in its name
+    assert "xdp_drop pkt_size=64" in render_ab(plain)
+
+
 def test_aa_split_of_four_boots_matches_scipy_and_three_say_why_not():
     base = [[150.0, 150.2], [151.0], [149.5, 149.7, 149.6], [150.8]]
     rs = records(base, [[148.0], [148.5], [147.9], [148.2]])

@@ -68,6 +68,22 @@ def row_params(rec: dict) -> dict:
     return dict(rec["params"], variant=variant)
 
 
+def xsk_bind(records: list[dict]) -> dict[str, list[str]]:
+    """How the AF_XDP sockets behind records were bound (``zero-copy`` or ``copy``): the DUT's (the
+    xsksink server's own report) and the generator's (xskgen's bind_mode); empty lists without sockets."""
+    dut, gen = set(), set()
+    for r in records:
+        server = (r.get("counters") or {}).get("server") or {}
+        mode = (server.get("info") or {}).get("mode") if server.get("tool") == "xsksink" else None
+        if isinstance(mode, str):
+            dut.add(mode)
+        for rep in r.get("reps") or []:
+            bound = ((rep or {}).get("gen_figures") or {}).get("bind_mode")
+            if isinstance(bound, str):
+                gen.add(bound)
+    return {"dut": sorted(dut), "generator": sorted(gen)}
+
+
 def collapse(boot: str, records: list[dict]) -> dict:
     """The records of one boot (one scenario + params) as one unit: their repetitions together."""
     first = min(records, key=lambda r: str(r.get("started", "")))
@@ -78,6 +94,7 @@ def collapse(boot: str, records: list[dict]) -> dict:
         "samples": [s for r in records for s in r["samples"]],
         "environment": first.get("environment") or {},
         "warnings": [w for r in records for w in r.get("warnings") or []],
+        "xsk_bind": xsk_bind(records),
         "_path": [r.get("_path") for r in records] if len(records) > 1 else first.get("_path"),
     }
 
@@ -193,6 +210,10 @@ def analyze(base_records: list[dict], cand_records: list[dict], *, baseline: str
         row["boot_ns_per_packet"] = {side: _unit_values(g[key]) for side, g in (("baseline", b), ("candidate", c))}
         row["aa"] = aa_check(b[key], names["baseline"], level)
         row["leave_one_out"] = leave_one_out(b[key], c[key])
+        bind = {side: {end: sorted({m for u in g[key] for m in u["xsk_bind"][end]}) for end in ("dut", "generator")}
+                for side, g in (("baseline", b), ("candidate", c))}
+        if any(modes for side in bind.values() for modes in side.values()):
+            row["xsk_bind"] = bind  # the sockets' bind modes per kernel: copy vs zero-copy is often the point
         rows.append(row)
     multiple = multiple_comparisons(rows, level)
     unmatched = [{"kernel": names[side], "scenario": k[0], "params": groups[k][0]["params"]}

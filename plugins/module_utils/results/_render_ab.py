@@ -14,7 +14,35 @@ from __future__ import annotations
 import json
 import textwrap
 
-from ansible_collections.xdplab.testbed.plugins.module_utils.results._report import _d2, _f2, _params, _table
+from ansible_collections.xdplab.testbed.plugins.module_utils.results._report import (
+    _common_params,
+    _d2,
+    _f2,
+    _params,
+    _table,
+)
+
+
+def row_labels(rows: list[dict]) -> tuple[list[str], dict[str, dict]]:
+    """Short names of the rows, and the params each scenario's rows share ({scenario: params}).
+
+    A scenario with one row is named by its scenario and all its params. Several rows of one scenario
+    (a sweep's datapaths and points) are named ``scenario/variant`` and the params that differ between
+    them; what they share is shown once under the table."""
+    by_scenario: dict[str, list[dict]] = {}
+    for r in rows:
+        by_scenario.setdefault(r["scenario"], []).append(r["params"])
+    common = {sc: _common_params(ps) for sc, ps in by_scenario.items() if len(ps) > 1}
+    labels = []
+    for r in rows:
+        shared = common.get(r["scenario"])
+        if shared is None:
+            labels.append(f"{r['scenario']} {_params(r['params'])}")
+            continue
+        rest = {k: v for k, v in r["params"].items() if k not in shared and k != "variant"}
+        name = r["scenario"] + (f"/{r['params']['variant']}" if "variant" in r["params"] else "")
+        labels.append(f"{name} {_params(rest)}" if rest else name)
+    return labels, common
 
 
 def _delta_cell(row: dict) -> str:
@@ -26,9 +54,8 @@ def _delta_cell(row: dict) -> str:
     return f"{d:+.2f} [{lo:+.2f}, {hi:+.2f}] {word}" + ("" if row["significant"] else ", n.s.")
 
 
-def _aa_line(row: dict) -> str:
+def _aa_line(row: dict, what: str) -> str:
     aa = row["aa"]
-    what = f"{row['scenario']} {_params(row['params'])}"
     spread = (f"boot-to-boot stdev {_f2(aa['boot_stdev_ns'])}, spread {_f2(aa['spread_ns'])} ns/packet over "
               f"{aa['boots']} boots; smallest effect {aa['boots']} boots per kernel detect (80% power): "
               f"{_f2(aa['mde_ns'])} ns/packet")
@@ -42,7 +69,7 @@ def _aa_line(row: dict) -> str:
             f"{sig}; {spread}")
 
 
-def _loo_line(row: dict) -> str:
+def _loo_line(row: dict, what: str) -> str:
     lo = row["leave_one_out"]
     if lo["sign_stable"]:
         stable = "same sign"
@@ -50,7 +77,7 @@ def _loo_line(row: dict) -> str:
         stable = "the sign changes: one boot decides the direction of a significant row"
     else:
         stable = "the sign changes"
-    return (f"{row['scenario']} {_params(row['params'])}: delta {_d2(lo['delta_min'])} to {_d2(lo['delta_max'])} "
+    return (f"{what}: delta {_d2(lo['delta_min'])} to {_d2(lo['delta_max'])} "
             f"ns/packet with one of {lo['deltas']} boots left out ({stable})")
 
 
@@ -69,14 +96,22 @@ def render_ab(report: dict, markdown: bool = False) -> str:
     k = report["kernels"]
     out = [h(f"{k['candidate']} vs {k['baseline']}, {report['boots']['baseline']} + "
              f"{report['boots']['candidate']} boots, interleaved"), ""]
-    rows = [[f"{r['scenario']} {_params(r['params'])}", f"{r['baseline']['mean']:.0f}",
+    labels, common = row_labels(report["rows"])
+    rows = [[label, f"{r['baseline']['mean']:.0f}",
              f"{r['candidate']['mean']:.0f}", _f2(r["baseline"]["ns_per_packet"]),
              _f2(r["candidate"]["ns_per_packet"]), _delta_cell(r),
-             f"{r['baseline']['n']}/{r['candidate']['n']}"] for r in report["rows"]]
+             f"{r['baseline']['n']}/{r['candidate']['n']}"] for label, r in zip(labels, report["rows"], strict=True)]
     table = _table(["scenario", "pps A", "pps B", "ns/pkt A", "ns/pkt B", "delta ns/pkt [95% CI]", "n boots A/B"],
                    rows, markdown)
     out += table if markdown else [f"  {line}" for line in table]
-    prose = [f"A = {k['baseline']}, B = {k['candidate']}: {report['method_text']} (n.s.: not significant)."]
+    prose = [f"{sc} rows share: {_params(shared)}." for sc, shared in sorted(common.items()) if shared]
+    prose.append(f"A = {k['baseline']}, B = {k['candidate']}: {report['method_text']} (n.s.: not significant).")
+    for label, r in zip(labels, report["rows"], strict=True):
+        bind = r.get("xsk_bind")
+        if bind:
+            prose.append(f"{label}: AF_XDP sockets bound " + "; ".join(
+                f"{end} {'/'.join(bind['baseline'][end]) or '-'} (A), {'/'.join(bind['candidate'][end]) or '-'} (B)"
+                for end in ("dut", "generator") if bind["baseline"][end] or bind["candidate"][end]) + ".")
     mc = report.get("multiple")
     if mc and mc["rows_tested"] > 1:
         prose.append(f"{mc['significant_raw']} of {mc['rows_tested']} rows significant at 95% each, "
@@ -88,9 +123,9 @@ def render_ab(report: dict, markdown: bool = False) -> str:
     for w in report.get("warnings") or []:
         out.append(f"WARNING: {w}")
     out += ["", h(f"A/A check ({k['baseline']} vs {k['baseline']} across boots)"), ""]
-    out += [f"- {_aa_line(r)}" for r in report["rows"]]
+    out += [f"- {_aa_line(r, label)}" for label, r in zip(labels, report["rows"], strict=True)]
     out += ["", h("Leave one boot out"), ""]
-    out += [f"- {_loo_line(r)}" for r in report["rows"]]
+    out += [f"- {_loo_line(r, label)}" for label, r in zip(labels, report["rows"], strict=True)]
     if report.get("unmatched"):
         out += ["", "Measured on one kernel only: " + "; ".join(
             f"{u['kernel']}: {u['scenario']} {_params(u['params'])}" for u in report["unmatched"])]

@@ -219,6 +219,13 @@ def test_environment_diff_marks_keys_that_vary_between_boots():
     assert diff["kernel"]["varies_between_boots"] is False
     assert diff["kernel"]["baseline"] == "6.12.0-base" and diff["kernel"]["candidate"] == "6.12.0-patched"
     assert diff["cpu_mhz"]["varies_between_boots"] is True
+    # a row whose records fingerprint less (another sweep's ports): a key only the other row has does not
+    # vary between boots for lacking there
+    other = [dict(r, scenario="xsk_rx", environment={k: v for k, v in r["environment"].items() if k != "kernel"})
+             for r in rs]
+    diff = {d["key"]: d for d in analyze(rs + other, rs + other, baseline="base",
+                                          candidate="patched")["environment_diff"]}
+    assert diff["kernel"]["varies_between_boots"] is False and diff["cpu_mhz"]["varies_between_boots"] is True
 
 
 def test_series_is_shown_in_its_own_section_not_in_the_environment_diff():

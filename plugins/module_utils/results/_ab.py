@@ -221,7 +221,8 @@ def analyze(base_records: list[dict], cand_records: list[dict], *, baseline: str
                  for k in sorted(groups) if k not in other]
     units_b = [u for k in common for u in b[k]]
     units_c = [u for k in common for u in c[k]]
-    varying = _varying_keys(units_b) | _varying_keys(units_c)
+    # per row: the sweeps of one boot fingerprint different ports, so a key one row lacks does not vary
+    varying = set().union(*(_varying_keys(g[key]) for key in common for g in (b, c)))
     env_b, env_c = units_b[0]["environment"], units_c[0]["environment"]
     env_diff = [dict(d, varies_between_boots=d["key"] in varying) for d in fingerprint_diff(env_b, env_c)
                 if d["key"] not in SHOWN_APART]

@@ -189,7 +189,9 @@ ab:
   description:
     - With O(by=boot), the A/B by boot. C(rows) holds one comparison per scenario + params (the keys of
       C(comparisons), with n counting boots) plus C(boots) (boot ids per kernel, in boot order),
-      C(boot_ns_per_packet), C(aa) (the A/A check on the baseline's boots) and C(leave_one_out).
+      C(boot_ns_per_packet), C(aa) (the A/A check on the baseline's boots) and C(leave_one_out); a row
+      whose records have AF_XDP sockets adds C(xsk_bind) (per kernel, the bind modes of the DUT's and the
+      generator's sockets, C(copy) or C(zero-copy)).
     - Also C(kernels), C(boots) (per kernel), C(multiple), C(unmatched), C(environment_diff) (each with
       C(varies_between_boots)), C(config_diff) (null without both configs), C(series) (null when none
       is known) and C(warnings).

@@ -141,8 +141,8 @@ def test_sweep_records_group_by_the_kernel_in_their_environment_one_row_per_data
     assert set(rows) == {("xdp_flow", "xdp_flow"), ("xdp_flow", "nft"), ("pktgen_xmit", None)}
     assert rows[("xdp_flow", "xdp_flow")]["delta_ns_per_packet"] == pytest.approx(90.5 - 100.5)
     assert rows[("xdp_flow", "nft")]["delta_ns_per_packet"] == pytest.approx(302.0 - 301.0)
-    assert rows[("xdp_flow", "nft")]["boots"] == {"baseline": ["01-base", "04-base"],
-                                                    "candidate": ["02-patched", "03-patched"]}
+    assert rows[("xdp_flow", "nft")]["boots"] == {
+        "baseline": ["01-base", "04-base"], "candidate": ["02-patched", "03-patched"]}
     assert rows[("pktgen_xmit", None)]["params"] == {"pkt_size": 64}
     assert out["boots"] == {"baseline": 2, "candidate": 2}
     text = render_ab(out)
@@ -223,8 +223,8 @@ def test_environment_diff_marks_keys_that_vary_between_boots():
     # vary between boots for lacking there
     other = [dict(r, scenario="xsk_rx", environment={k: v for k, v in r["environment"].items() if k != "kernel"})
              for r in rs]
-    diff = {d["key"]: d for d in analyze(rs + other, rs + other, baseline="base",
-                                          candidate="patched")["environment_diff"]}
+    mixed = analyze(rs + other, rs + other, baseline="base", candidate="patched")
+    diff = {d["key"]: d for d in mixed["environment_diff"]}
     assert diff["kernel"]["varies_between_boots"] is False and diff["cpu_mhz"]["varies_between_boots"] is True
 
 

@@ -258,7 +258,8 @@ def build_argv(module: AnsibleModule, conf_dir: str) -> tuple[list[str], str]:
 def run_interrupted(module: AnsibleModule, argv: list[str], stop: Interrupt, timeout: float,
                     env: dict) -> subprocess.CompletedProcess:
     """Run a tool without a time limit of its own: wait for its readiness sign on stdout, let it
-    run `stop.window` seconds more, then SIGINT it so that it prints its final statistics.
+    run `stop.seconds` more (its window and its tail), then SIGINT it so that it prints its final
+    statistics.
 
     The whole run, start-up included, is bounded by `timeout`; a tool that never shows the sign
     is killed and the failure names it with what it printed.
@@ -285,7 +286,7 @@ def run_interrupted(module: AnsibleModule, argv: list[str], stop: Interrupt, tim
             if proc.poll() is not None or time.monotonic() > deadline:
                 break
         if ready.is_set():
-            time.sleep(max(0.0, min(stop.window, deadline - time.monotonic())))
+            time.sleep(max(0.0, min(stop.seconds, deadline - time.monotonic())))
         started = ready.is_set()
         if proc.poll() is None:
             proc.send_signal(signal.SIGINT)

@@ -306,6 +306,16 @@ def test_testpmd_real_capture_uses_its_last_block():
     assert r["ports"][0]["tx_packets"] == 1992896
 
 
+def test_testpmd_first_block_alone_has_no_rate():
+    # SIGINT before the second --stats-period block: the first block's zeros are not a rate (CI saw
+    # "tx_pps=0.0 is not a usable rate" on a loaded machine); the error says why
+    text = load("testpmd/af_xdp_veth_txonly_here.txt")
+    second = text.index("NIC statistics for port 0", text.index("NIC statistics for port 0") + 1)
+    cut = text[:text.rindex("\n", 0, second)] + "\n"
+    with pytest.raises(ParseError, match="port 0: only its first stats block, which has no rate"):
+        parse("testpmd", cut)
+
+
 def test_testpmd_sums_ports_of_the_last_blocks():
     r = parse("testpmd", load("testpmd/txonly_2ports_multiblock_derived.txt"))
     assert [p["port"] for p in r["ports"]] == [0, 1]

@@ -193,8 +193,9 @@ def testpmd_argv(params: dict) -> list[str]:
     """DPDK testpmd (Debian: dpdk-dev), txonly over a net_af_xdp vdev on `interface`.
 
     testpmd has no time limit of its own: bench_run stops it with SIGINT `duration` seconds after
-    it reports forwarding (_generator_table.interrupt_after); it then prints its final statistics.
-    Port statistics every second, the parser reads the last full-second Tx-pps. Without
+    it reports forwarding, plus one stats period (_generator_table.interrupt_after); it then prints its
+    final statistics. Port statistics every second, the parser reads the last full-second Tx-pps
+    (the first block has none). Without
     `hugepages: true` it runs on ordinary memory (`--no-huge`, 1 GiB, a small mbuf pool), which is
     what a VM without hugepages has.
     """

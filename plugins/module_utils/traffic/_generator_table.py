@@ -52,6 +52,14 @@ class Interrupt:
 
     ready: re.Pattern
     window: float
+    # Seconds the tool runs past `window` before SIGINT: testpmd's rate is the last full stats period,
+    # and the first period has none (testpmd measures from a previous show), so the run ends one period
+    # after the window, never just before the block that ends it.
+    tail: float = 0.0
+
+    @property
+    def seconds(self) -> float:
+        return self.window + self.tail
 
 
 @dataclass(frozen=True)
@@ -62,6 +70,7 @@ class Generator:
     record_keys: tuple[str, ...] = ()
     config: Callable[[dict], str] | None = None
     ready: re.Pattern | None = None
+    ready_tail: float = 0.0
 
 
 _XSK_KEYS = ("bits", "gbps")
@@ -87,7 +96,7 @@ GENERATORS: dict[str, Generator] = {g.name: g for g in (
     # testpmd prints "<mode> packet forwarding - ports=N - cores=N ..." once its forwarding lcores
     # run (after "start packet forwarding", with --auto-start).
     Generator("testpmd", testpmd_argv, "testpmd", ("pps_direction", "pps_basis", "rx_pps", "tx_pps"),
-              ready=re.compile(r"^\w+ packet forwarding - ports=\d+", re.MULTILINE)),
+              ready=re.compile(r"^\w+ packet forwarding - ports=\d+", re.MULTILINE), ready_tail=1.0),
 )}
 
 
@@ -121,4 +130,4 @@ def interrupt_after(name: str, params: dict) -> Interrupt | None:
     row = GENERATORS.get(name)
     if row is None or row.ready is None:
         return None
-    return Interrupt(row.ready, _seconds("duration", (params or {}).get("duration", 5)))
+    return Interrupt(row.ready, _seconds("duration", (params or {}).get("duration", 5)), row.ready_tail)

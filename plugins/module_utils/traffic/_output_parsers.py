@@ -516,8 +516,11 @@ def parse_testpmd(output: str) -> dict:
     With ``--stats-period`` testpmd prints one block per port every period; each block's
     ``Throughput (since last show)`` is the rate over the last period and its counters are
     cumulative. Per port the LAST COMPLETE block is kept (a block cut by SIGINT is skipped when
-    an earlier complete one exists); ports are summed. pps = total Rx-pps over ports when any
-    port receives (forwarding, rxonly), else total Tx-pps (txonly generator);
+    an earlier complete one exists); ports are summed. A port's first block, when all its rates are
+    0, has no rate at all (testpmd measures from the previous show and there was none): it never
+    stands for the port, and a port that printed nothing else is an error naming it.
+    pps = total Rx-pps over ports when any port receives (forwarding, rxonly), else total Tx-pps
+    (txonly generator);
     ``pps_direction`` says which, ``blocks`` how many complete blocks each port printed.
     """
     tool = "testpmd"
@@ -529,6 +532,7 @@ def parse_testpmd(output: str) -> dict:
     last: dict[int, dict] = {}
     blocks: dict[int, int] = {}
     truncated: list[int] = []
+    no_rate_yet: list[int] = []
     bounds = [h.start() for h in heads] + [len(output)]
     for i, h in enumerate(heads):
         block = output[h.end():bounds[i + 1]]
@@ -540,12 +544,20 @@ def parse_testpmd(output: str) -> dict:
         if "rx_pps" not in port or "tx_pps" not in port:
             truncated.append(port["port"])
             continue
-        last[port["port"]] = port
         blocks[port["port"]] = blocks.get(port["port"], 0) + 1
+        if blocks[port["port"]] == 1 and port["rx_pps"] == 0 and port["tx_pps"] == 0:
+            no_rate_yet.append(port["port"])
+            continue
+        last[port["port"]] = port
     missing = sorted(set(truncated) - set(last))
     if missing:
         raise ParseError(f"{tool}: port {missing[0]}: truncated block, no "
                          "'Throughput (since last show)' Rx-pps/Tx-pps")
+    missing = sorted(set(no_rate_yet) - set(last))
+    if missing:
+        raise ParseError(f"{tool}: port {missing[0]}: only its first stats block, which has no rate (testpmd "
+                         "measures from the previous show and there was none): the run ended before a second "
+                         "stats period")
     ports = [dict(last[p], blocks=blocks[p]) for p in sorted(last)]
     rx = math.fsum(p["rx_pps"] for p in ports)
     tx = math.fsum(p["tx_pps"] for p in ports)

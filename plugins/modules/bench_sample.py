@@ -28,6 +28,8 @@ options:
         C(aborted) or C(all)) reads the per-CPU C(xdplab_stats) map of the program attached there.
       - C(type=nft) with C(family), C(table), C(counter) reads a named nftables counter.
       - C(type=netdev) with C(interface) and C(stat) (default C(rx_packets)) reads sysfs statistics.
+      - C(type=ovs) with C(datapath) (default C(xdplab-ovs)) reads the lookup hits of an Open vSwitch kernel
+        datapath (C(ovs-dpctl show)), the packets its flows matched.
     type: dict
     required: true
   interval:

@@ -45,12 +45,13 @@ options:
   kind:
     description: Kind of object, with O(state=recorded) or O(state=absent).
     type: str
-    choices: [netns, xdp, tc, nft, neigh, addr, tuning, qemu, process]
+    choices: [netns, xdp, tc, nft, ovs, neigh, addr, tuning, qemu, process]
   key:
     description:
       - What identifies the object. C(netns) C(name); C(xdp) and C(tc) C(interface); C(nft) C(family) and
-        C(table); C(neigh) C(interface) and C(address) (the neighbour module's, with the entry found in
-        place as C(previous)); C(addr) C(interface) and C(address) (the interface_address module's, an
+        C(table); C(ovs) C(datapath) (packet_hook's Open vSwitch datapath, deleted with its ports and flows);
+        C(neigh) C(interface) and C(address) (the neighbour module's, with the entry found in place as
+        C(previous)); C(addr) C(interface) and C(address) (the interface_address module's, an
         address with its prefix length, with C(set_up) if the module brought the interface up); C(tuning)
         C(state_file); C(qemu) C(pid) and C(cmdline_sha256) (sha256 of its
         NUL-separated C(/proc/PID/cmdline), so a reused pid is never killed), optionally C(owner) and
@@ -60,8 +61,8 @@ options:
     type: dict
   netns:
     description:
-      - Namespace the object lives in (C(xdp), C(tc), C(nft), C(neigh), C(addr)). Default the named namespace the
-        module runs in (with the C(xdplab.testbed.netns) connection), or none for the initial namespace.
+      - Namespace the object lives in (C(xdp), C(tc), C(nft), C(ovs), C(neigh), C(addr)). Default the named
+        namespace the module runs in (with the C(xdplab.testbed.netns) connection), or none for the initial namespace.
     type: str
   run_id:
     description: Run id stored in the entry.
@@ -72,7 +73,7 @@ options:
         virtual test bed's namespaces for a later run); what lives inside a kept namespace is still undone.
     type: list
     elements: str
-    choices: [netns, xdp, tc, nft, neigh, addr, tuning, qemu, process]
+    choices: [netns, xdp, tc, nft, ovs, neigh, addr, tuning, qemu, process]
     default: []
 attributes:
   check_mode:
@@ -208,7 +209,7 @@ class Cleaner:
     def remove(self, entry: dict) -> str | None:
         """Undo one entry; a reason when what is there now is not ours and was left alone."""
         kind, key, netns = entry["kind"], entry["key"], entry.get("netns")
-        if netns and kind in ("xdp", "tc", "nft", "neigh", "addr") and not self.netns_exists(netns):
+        if netns and kind in ("xdp", "tc", "nft", "ovs", "neigh", "addr") and not self.netns_exists(netns):
             return None  # its namespace, and the object with it, is already gone
         if kind == "netns" and entry.get("found"):
             if not self.netns_exists(key["name"]):
@@ -263,6 +264,11 @@ class Cleaner:
             nft = self.module.get_bin_path("nft", required=True)
             self._run(self._in_netns(netns, [nft, "delete", "table", key["family"], key["table"]]),
                       ("No such file",))
+        elif kind == "ovs":
+            # packet_hook's Open vSwitch datapath: deleting it removes its ports and flows with it
+            dpctl = self.module.get_bin_path("ovs-dpctl", required=True)
+            self._run(self._in_netns(netns, [dpctl, "del-dp", key["datapath"]]),
+                      ("No such device", "does not exist", "No such file"))
         elif kind == "neigh":
             # the neighbour module's entry: the entry found in place, if it was set by hand, comes back;
             # else ours goes (a learned one is learned again)
@@ -431,7 +437,7 @@ def main() -> None:
     try:
         if p["state"] in ("recorded", "absent"):
             netns = p["netns"]
-            if netns is None and p["kind"] in ("xdp", "tc", "nft"):
+            if netns is None and p["kind"] in ("xdp", "tc", "nft", "ovs"):
                 here = current_netns_name()
                 netns = None if here == "host" else here
             entry = check_entry(p["kind"], p["key"], netns)

@@ -8,7 +8,7 @@ from __future__ import annotations
 DOCUMENTATION = r"""
 ---
 module: packet_hook
-short_description: A tc (cls_bpf) or nftables drop hook on the DUT, recorded in the ledger before it is made
+short_description: A tc (cls_bpf), nftables or Open vSwitch drop hook on the DUT, recorded in the ledger first
 version_added: "0.2.0"
 description:
   - Puts the datapath hooks that the bench compares with XDP on an interface, and takes them away again,
@@ -19,8 +19,14 @@ description:
   - V(nft) loads a table that counts (a named counter) and drops everything arriving on the interface, at
     the inet prerouting hook (priority raw) or the netdev ingress hook; a table of that family and name that
     this collection did not make (the host's firewall) is refused, never replaced.
+  - V(ovs) makes an Open vSwitch kernel datapath of its own with C(ovs-dpctl) (no ovs-vswitchd), adds the
+    interface as its port and installs one flow, O(flow) (every IP packet of the port when unset), whose
+    action is drop; the datapath's lookup hits count the dropped packets. That is the kernel's flow table
+    on its own, the datapath the flow offload work compares XDP with. A datapath of that name that this
+    collection did not make is refused, and so is a host where ovs-vswitchd runs (its datapaths are its own;
+    ovs-dpctl(8) says not to change them beside it).
   - Before acting, the module records in the state ledger what undoing needs (whether it created the clsact
-    qdisc, the filter's preference and handle, the table), so that C(xdplab.testbed.ledger state=cleaned)
+    qdisc, the filter's preference and handle, the table, the datapath), so that C(xdplab.testbed.ledger state=cleaned)
     removes exactly that after a killed run. V(absent) removes only what the ledger says it made.
   - Every name is checked before anything runs, and reaches the nftables ruleset or the tc command line only
     in a form they cannot read as anything else.
@@ -28,7 +34,7 @@ author:
   - xdplab.testbed contributors (!UNKNOWN)
 requirements:
   - pyroute2 (reading qdiscs and filters)
-  - tc (iproute2) and nft (nftables)
+  - tc (iproute2), nft (nftables), ovs-dpctl (openvswitch-switch) and the kernel's openvswitch module
 attributes:
   check_mode:
     support: full
@@ -40,7 +46,7 @@ options:
   type:
     description: The hook.
     type: str
-    choices: [tc, nft]
+    choices: [tc, nft, ovs]
     required: true
   interface:
     description: The interface, in the network namespace the module runs in.
@@ -74,10 +80,16 @@ options:
     description: With O(type=nft), the name of the counter of dropped packets.
     type: str
     default: xdplab_dropped
+  datapath:
+    description: With O(type=ovs), the datapath's name (also the name of its local port, an interface).
+    type: str
+    default: xdplab-ovs
   flow:
     description:
       - With O(type=nft), drop (and count) only this flow's packets; the others pass. Unset drops everything
         arriving on O(interface).
+      - With O(type=ovs), the datapath's one flow; unset, every IP packet of O(interface). Packets that miss
+        it go to the datapath's upcall, which has no listener, and are counted as lost.
     type: dict
     suboptions:
       src:
@@ -126,6 +138,11 @@ EXAMPLES = r"""
     table: xdplab_scenarios
     counter: dropped
     flow: {src: 198.18.0.1, dst: 198.18.0.2, proto: udp, sport: 9, dport: 9}
+- name: Drop one UDP flow in Open vSwitch's kernel datapath
+  xdplab.testbed.packet_hook:
+    type: ovs
+    interface: igb0
+    flow: {src: 198.18.0.1, dst: 198.18.0.2, proto: udp, sport: 9, dport: 9}
 - name: Take the tc hook away again
   xdplab.testbed.packet_hook:
     type: tc
@@ -135,7 +152,7 @@ EXAMPLES = r"""
 
 RETURN = r"""
 created:
-  description: What the module made (V(clsact), V(filter), V(table)).
+  description: What the module made (V(clsact), V(filter), V(table), V(datapath), V(flow)).
   returned: always
   type: list
   elements: str
@@ -150,6 +167,11 @@ family:
   returned: when O(type=nft)
   type: str
   sample: inet
+ovs_flow:
+  description: With O(type=ovs), the datapath flow as given to ovs-dpctl.
+  returned: when O(type=ovs)
+  type: str
+  sample: in_port(1),eth(),eth_type(0x0800),ipv4(src=198.18.0.1,dst=198.18.0.2,proto=17,frag=no),udp(src=9,dst=9)
 """
 
 import json
@@ -189,6 +211,8 @@ class Hook:
         key = {"interface": self.p["interface"]}
         if self.p["type"] == "nft":
             key = {"family": self.family, "table": self.p["table"]}
+        elif self.p["type"] == "ovs":
+            key = {"datapath": self.p["datapath"]}
         return _ledger.check_entry(self.p["type"], key, self.netns)
 
     def recorded(self) -> dict | None:
@@ -305,11 +329,89 @@ class Hook:
             _ledger.forget(self.p["ledger_dir"], self.entry())
         return {"changed": True, "created": [], "removed": removed, "family": self.family}
 
+    # -- ovs -----------------------------------------------------------------------------------
+    def ovs_dpctl(self, *args: str, what: str) -> str:
+        return self.run([self.module.get_bin_path("ovs-dpctl", required=True), *args], what)
+
+    @staticmethod
+    def vswitchd_running() -> bool:
+        for pid in os.listdir("/proc"):
+            if pid.isdigit():
+                try:
+                    with open(f"/proc/{pid}/comm", encoding="utf-8") as fh:
+                        if fh.read().strip() == "ovs-vswitchd":
+                            return True
+                except OSError:
+                    continue
+        return False
+
+    def ovs_datapaths(self) -> list[str]:
+        rc, out, err = self.module.run_command([self.module.get_bin_path("ovs-dpctl", required=True), "dump-dps"],
+                                               environ_update=C_ENV)
+        if rc != 0:
+            hint = (" (the kernel's openvswitch module is not loaded: modprobe openvswitch, or a kernel with "
+                    "CONFIG_OPENVSWITCH)") if "ovs_datapath" in err or "not loaded" in err else ""
+            self.module.fail_json(msg=f"listing the Open vSwitch datapaths failed (rc {rc}): {err.strip()}{hint}",
+                                  rc=rc, stdout=out, stderr=err)
+        return _hooks.ovs_datapaths(out)
+
+    def ovs_present(self) -> dict:
+        dp = _hooks.ovs_datapath(self.p["datapath"])
+        flow = _hooks.ovs_flow({k: v for k, v in (self.p["flow"] or {}).items() if v is not None})
+        if not os.path.exists(os.path.join("/sys/class/net", self.p["interface"])):
+            raise _hooks.HookError(f"interface {self.p['interface']!r} not found in this network namespace")
+        if self.vswitchd_running():
+            raise _hooks.HookError("ovs-vswitchd runs on this host: its datapaths are its own, and ovs-dpctl must not "
+                                   "make or change datapaths beside it (ovs-dpctl(8)); stop it or use another DUT")
+        exists = dp in self.ovs_datapaths()
+        recorded = self.recorded()
+        if exists and recorded is None:
+            raise _hooks.HookError(f"Open vSwitch datapath {dp} exists and this collection did not make it: choose "
+                                   "another datapath name")
+        created = []
+        if exists:
+            ports = _hooks.ovs_show(self.ovs_dpctl("show", dp, what=f"reading datapath {dp}"))["ports"]
+            if ports.get(_hooks.OVS_PORT_NO) != self.p["interface"]:
+                raise _hooks.HookError(f"Open vSwitch datapath {dp} has port {_hooks.OVS_PORT_NO} "
+                                       f"{ports.get(_hooks.OVS_PORT_NO)!r}, not {self.p['interface']!r}: take it "
+                                       "away first (state=absent)")
+            flows = self.ovs_dpctl("dump-flows", dp, what=f"listing the flows of datapath {dp}")
+            if not _hooks.ovs_has_drop_flow(flows, flow):
+                created = ["flow"]
+        else:
+            created = ["datapath", "flow"]
+        if created and not self.module.check_mode:
+            if not exists:
+                _ledger.record(self.p["ledger_dir"], self.entry(), self.p["run_id"],  # before acting
+                               interface=self.p["interface"])
+                self.ovs_dpctl("add-dp", dp, what=f"creating the Open vSwitch datapath {dp}")
+                self.ovs_dpctl("add-if", dp, f"{self.p['interface']},port_no={_hooks.OVS_PORT_NO}",
+                               what=f"adding {self.p['interface']} to datapath {dp}")
+            else:
+                self.ovs_dpctl("del-flows", dp, what=f"removing the other flows of datapath {dp}")
+            # An empty action list drops. (ovs-dpctl's word "drop" asks for the kernel's explicit drop
+            # action, which the lab's 6.12 kernel refused with EOPNOTSUPP.)
+            self.ovs_dpctl("add-flow", dp, flow, "", what=f"installing the drop flow in datapath {dp}")
+        return {"changed": bool(created), "created": created, "removed": [], "ovs_flow": flow}
+
+    def ovs_absent(self) -> dict:
+        dp = _hooks.ovs_datapath(self.p["datapath"])
+        if self.recorded() is None:
+            return {"changed": False, "created": [], "removed": []}
+        removed = []
+        if dp in self.ovs_datapaths():
+            removed.append("datapath")
+            if not self.module.check_mode:
+                self.ovs_dpctl("del-dp", dp, what=f"removing the Open vSwitch datapath {dp}")
+        if not self.module.check_mode:
+            _ledger.forget(self.p["ledger_dir"], self.entry())
+        return {"changed": True, "created": [], "removed": removed}
+
 
 def main() -> None:
     module = AnsibleModule(
         argument_spec=dict(
-            type=dict(type="str", choices=["tc", "nft"], required=True),
+            type=dict(type="str", choices=["tc", "nft", "ovs"], required=True),
             interface=dict(type="str", required=True),
             state=dict(type="str", choices=["present", "absent"], default="present"),
             object=dict(type="path"),
@@ -319,6 +421,7 @@ def main() -> None:
             table=dict(type="str", default="xdplab_bench"),
             counter=dict(type="str", default="xdplab_dropped"),
             hook=dict(type="str", choices=["prerouting", "ingress"], default="prerouting"),
+            datapath=dict(type="str", default=_hooks.OVS_DEFAULT_DATAPATH),
             flow=dict(type="dict", options=dict(
                 src=dict(type="str"), dst=dict(type="str"), proto=dict(type="str", choices=["udp", "tcp"]),
                 sport=dict(type="int"), dport=dict(type="int"))),
@@ -340,6 +443,8 @@ def main() -> None:
         hook = Hook(module)
         if p["type"] == "tc":
             result = hook.tc_present() if p["state"] == "present" else hook.tc_absent()
+        elif p["type"] == "ovs":
+            result = hook.ovs_present() if p["state"] == "present" else hook.ovs_absent()
         else:
             result = hook.nft_present() if p["state"] == "present" else hook.nft_absent()
     except (_hooks.HookError, _validate.ValidationError, _ledger.LedgerError, XdpError) as exc:

@@ -40,10 +40,12 @@ PACKAGES = {
 }
 # Run by `make` on the kernel tree and by the kernel role's QEMU initramfs, not named in argv.
 INDIRECT = ("depmod", "flex", "bison", "bc", "cpio", "busybox", "pkg-config", "llvm-strip", "xz")
-# Run only on a real host the kernel role installs a kernel on (kernel_reboot_ok); that host's
-# own bootloader packages, never the controller's.
+# Run only on a target, never on the controller: the bootloader of a real host the kernel role installs a
+# kernel on (kernel_reboot_ok), and ovs-dpctl on a DUT whose kernel has openvswitch (xdp_flow's ovs
+# variant; the lab in a box's guest image carries it, the controller's kernel has no openvswitch).
 TARGET_ONLY = {"grub-reboot": "grub2-common", "grub-set-default": "grub2-common",
-               "update-grub": "grub2-common", "update-initramfs": "initramfs-tools", "grub-editenv": "grub-common"}
+               "update-grub": "grub2-common", "update-initramfs": "initramfs-tools", "grub-editenv": "grub-common",
+               "ovs-dpctl": "openvswitch-switch"}
 # Built by the collection itself (files/xdpgen, files/xsk).
 BUILT = {"xdpgen", "xskgen", "xsksink", "udpgen", "udpsink", "flowins"}
 # Shell builtins and words the patterns below catch that are not programs.

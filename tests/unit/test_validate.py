@@ -203,8 +203,8 @@ def test_nft_ruleset_renders_a_plain_name_and_refuses_a_bad_table():
 
 
 def test_scenario_hooks_go_through_packet_hook_never_raw_tc_or_nft():
-    """The reference scenarios make their tc and nftables hooks with packet_hook (ledgered, checked
-    values, only what it made removed), never with a raw tc or nft command."""
+    """The reference scenarios make their tc, nftables and Open vSwitch hooks with packet_hook (ledgered,
+    checked values, only what it made removed), never with a raw tc, nft or ovs-dpctl command."""
     import yaml
 
     tasks_dir = os.path.join(ROOT, "roles/scenarios/tasks")
@@ -216,14 +216,15 @@ def test_scenario_hooks_go_through_packet_hook_never_raw_tc_or_nft():
                 walk(task.get(key), name)
             cmd = task.get("ansible.builtin.command") or task.get("command") or {}
             argv = cmd.get("argv") if isinstance(cmd, dict) else str(cmd).split()
-            if argv and str(argv[0]) in ("tc", "nft"):
+            if argv and str(argv[0]) in ("tc", "nft", "ovs-dpctl", "ovs-vsctl"):
                 raw.append((name, task.get("name")))
     for fname in sorted(os.listdir(tasks_dir)):
         with open(os.path.join(tasks_dir, fname), encoding="utf-8") as fh:
             walk(yaml.safe_load(fh), fname)
     assert raw == []
     with open(os.path.join(tasks_dir, "point_xdp_flow.yml"), encoding="utf-8") as fh:
-        assert fh.read().count("xdplab.testbed.packet_hook:") == 3
+        # tc, nftables and ovs made; one task takes any of them away
+        assert fh.read().count("xdplab.testbed.packet_hook:") == 4
 
 
 def test_nft_flow_match_renders_checked_values_only():

@@ -41,13 +41,14 @@ from ansible_collections.xdplab.testbed.plugins.module_utils.common._atomic_file
 
 DEFAULT_DIR = "/var/lib/xdplab/ledger"
 DEFAULT_LOCK = "/run/xdplab/run.lock"
-KINDS = ("netns", "xdp", "tc", "nft", "neigh", "addr", "tuning", "qemu", "process")
+KINDS = ("netns", "xdp", "tc", "nft", "ovs", "neigh", "addr", "tuning", "qemu", "process")
 # What each kind's key must hold.
 KEY_FIELDS = {
     "netns": ("name",),
     "xdp": ("interface",),
     "tc": ("interface",),
     "nft": ("family", "table"),
+    "ovs": ("datapath",),
     "neigh": ("interface", "address"),
     "addr": ("interface", "address"),
     "tuning": ("state_file",),
@@ -104,6 +105,8 @@ def check_entry(kind: str, key: dict, netns: str | None = None) -> dict:
             _checked(_validate.nft_family, value, f"ledger {kind}")
         elif field == "table" and kind == "nft":
             _checked(_validate.nft_name, value, "table", f"ledger {kind}")
+        elif field == "datapath" and kind == "ovs":
+            _checked(_validate.ifname, value, f"ledger {kind} datapath")
         elif field == "address" and kind == "addr":
             if _checked(_validate.ip_interface, value, f"ledger {kind} address") != value:
                 raise LedgerError(f"ledger {kind} address must be written canonically, got {value!r}")
@@ -176,7 +179,7 @@ def forget_inside(directory: str, netns: str) -> list[str]:
     """Drop the entries of objects inside a namespace that is gone (they went with it)."""
     dropped = []
     for path, entry in entries(directory):
-        if entry.get("netns") == netns and entry["kind"] in ("xdp", "tc", "nft", "addr"):
+        if entry.get("netns") == netns and entry["kind"] in ("xdp", "tc", "nft", "ovs", "addr"):
             os.unlink(path)
             dropped.append(path)
     return dropped
@@ -244,7 +247,7 @@ def set_aside(path: str) -> str:
 
 # Removal order: processes first, then what lives on interfaces, then tuning, then namespaces
 # (deleting a namespace removes its interfaces, and with them their XDP programs and qdiscs).
-ORDER = {"qemu": 0, "process": 0, "xdp": 1, "tc": 2, "nft": 3, "neigh": 3, "addr": 3, "tuning": 4, "netns": 5}
+ORDER = {"qemu": 0, "process": 0, "xdp": 1, "tc": 2, "nft": 3, "ovs": 3, "neigh": 3, "addr": 3, "tuning": 4, "netns": 5}
 
 
 def teardown_plan(items: list[tuple[str, dict]], keep: Iterable[str] = (),
@@ -256,7 +259,7 @@ def teardown_plan(items: list[tuple[str, dict]], keep: Iterable[str] = (),
     # A namespace found in place (``found``) is put back, not deleted: what is inside it is undone too.
     created = {e["key"]["name"] for _dummy, e in items if e["kind"] == "netns" and not e.get("found")}
     doomed = set() if "netns" in keep else created
-    inside = ("xdp", "tc", "nft", "addr", "tuning")
+    inside = ("xdp", "tc", "nft", "ovs", "addr", "tuning")
     plan = [(p, e) for p, e in items if not (e.get("netns") in doomed and e["kind"] in inside)]
     skipped = [(p, e) for p, e in items if (p, e) not in plan]
     subrank = subrank or {}

@@ -9,6 +9,7 @@ A counter spec names where the DUT counts the packets of a scenario:
   {"type": "tc", "interface": "veth0", "action": "drop"}    xdplab_stats of the cls_bpf ingress program
   {"type": "nft", "family": "inet", "table": "xdplab", "counter": "drop"}   a named nftables counter
   {"type": "netdev", "interface": "veth0", "stat": "rx_packets"}           /sys/class/net statistics
+  {"type": "ovs", "datapath": "xdplab-ovs"}   lookup hits of an Open vSwitch kernel datapath (ovs-dpctl show)
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from collections.abc import Callable
 from ansible_collections.xdplab.testbed.plugins.module_utils.common import _validate
 
 XDP_ACTIONS = ("aborted", "drop", "pass", "tx", "redirect")
-COUNTER_TYPES = ("xdp", "tc", "nft", "netdev")
+COUNTER_TYPES = ("xdp", "tc", "nft", "netdev", "ovs")
 _STAT_RE = re.compile(r"^[a-z0-9_]{1,64}\Z")
 
 
@@ -50,6 +51,11 @@ def check_spec(spec: dict) -> dict:
         stat = out.setdefault("stat", "rx_packets")
         if not _STAT_RE.match(str(stat)):
             raise CounterError(f"counter stat must be a statistics file name like rx_packets, got {stat!r}")
+    if kind == "ovs":
+        try:
+            _validate.ifname(out.setdefault("datapath", "xdplab-ovs"), "ovs counter datapath")
+        except _validate.ValidationError as exc:
+            raise CounterError(str(exc)) from None
     if kind == "nft":
         out.setdefault("family", "inet")
         try:
@@ -67,6 +73,8 @@ def describe(spec: dict) -> str:
         return f"{kind} {spec['action']} on {spec['interface']}"
     if kind == "netdev":
         return f"{spec['stat']} of {spec['interface']}"
+    if kind == "ovs":
+        return f"lookup hits of Open vSwitch datapath {spec['datapath']}"
     return f"nft counter {spec['family']} {spec['table']} {spec['counter']}"
 
 
@@ -101,20 +109,40 @@ def make_reader(spec: dict, run_command: Callable | None = None) -> Callable[[],
             raise CounterError(f"cannot read {describe(spec)}: {exc}") from exc
         return lambda: _sum_actions(reader.read(), spec["action"])
     if run_command is None:
-        raise CounterError("nft counters need a command runner")
-    argv = ["nft", "-j", "list", "counter", spec["family"], spec["table"], spec["counter"]]
+        raise CounterError(f"{kind} counters need a command runner")
+    if kind == "ovs":
+        return _command_reader(spec, run_command, ["ovs-dpctl", "show", spec["datapath"]], _ovs_hits)
+    return _command_reader(spec, run_command, ["nft", "-j", "list", "counter", spec["family"], spec["table"],
+                                                spec["counter"]], _nft_packets)
 
-    def read_nft() -> int:
+
+def _nft_packets(spec: dict, out: str) -> int:
+    for item in json.loads(out).get("nftables", []):
+        if "counter" in item:
+            return int(item["counter"]["packets"])
+    raise CounterError(f"{describe(spec)}: no counter in nft output")
+
+
+def _ovs_hits(spec: dict, out: str) -> int:
+    from ansible_collections.xdplab.testbed.plugins.module_utils.xdp import _hooks
+
+    try:
+        return _hooks.ovs_show(out)["hit"]
+    except _hooks.HookError as exc:
+        raise CounterError(f"{describe(spec)}: {exc}") from None
+
+
+def _command_reader(spec: dict, run_command: Callable, argv: list[str],
+                    parse: Callable[[dict, str], int]) -> Callable[[], int]:
+    """A reader running argv and parsing its output; read once now, so a bad counter fails at once."""
+    def read() -> int:
         rc, out, err = run_command(argv)
         if rc != 0:
             raise CounterError(f"cannot read {describe(spec)}: {err.strip() or out.strip()} (rc={rc})")
-        for item in json.loads(out).get("nftables", []):
-            if "counter" in item:
-                return int(item["counter"]["packets"])
-        raise CounterError(f"{describe(spec)}: no counter in nft output")
+        return parse(spec, out)
 
-    read_nft()
-    return read_nft
+    read()
+    return read
 
 
 def parse_ethtool_stats(text: str) -> dict[str, int]:

@@ -127,3 +127,76 @@ def tc_undo(created_clsact: bool, filters_left: list[TcFilter]) -> bool:
     """Whether to delete the clsact qdisc after our filter went: only if we created it and nobody
     else's filter hangs on it."""
     return created_clsact and not filters_left
+
+
+# -- Open vSwitch's kernel datapath ---------------------------------------------------------------
+# ovs-dpctl (Debian's openvswitch-switch) drives the kernel datapath directly, with no ovs-vswitchd:
+# a datapath of our own, the interface as its port, and one flow whose action list is empty (drop).
+# That is the kernel's flow table on its own, what the flow offload work compares XDP with.
+OVS_DEFAULT_DATAPATH = "xdplab-ovs"
+# The port number the interface gets in our datapath (0 is the datapath's own local port).
+OVS_PORT_NO = 1
+_IP_PROTO = {"udp": 17, "tcp": 6}
+
+
+def ovs_datapath(name: str) -> str:
+    """A datapath name: the kernel names the datapath's local port after it, so it is an interface name."""
+    return _validate.ifname(name, "ovs datapath")
+
+
+def ovs_flow(flow: dict | None, port_no: int = OVS_PORT_NO) -> str:
+    """The ovs-dpctl flow of one IPv4/IPv6 flow ({src, dst, proto, sport, dport}, as nft_flow_match)
+    arriving on port `port_no`; fields left out are wildcarded (a megaflow, as ovs-vswitchd installs),
+    so no flow matches every IP packet of the port."""
+    nft_flow_match(flow)  # the same checks, the same messages
+    flow = {k: v for k, v in (flow or {}).items() if v is not None}
+    addrs = {k: _validate.ip_address(flow[k], f"flow {k}") for k in ("src", "dst") if k in flow}
+    v6 = any(":" in a for a in addrs.values())
+    l3 = [f"{k}={a}" for k, a in addrs.items()]
+    proto = flow.get("proto")
+    if proto:
+        l3.append(f"proto={_IP_PROTO[proto]}")
+    # The kernel takes a transport key only with the IP protocol exact and the packet not a later fragment.
+    l3.append("frag=no")
+    parts = [f"in_port({int(port_no)})", "eth()", f"eth_type({'0x86dd' if v6 else '0x0800'})",
+             f"{'ipv6' if v6 else 'ipv4'}({','.join(l3)})"]
+    ports = [f"{'src' if k == 'sport' else 'dst'}={flow[k]}" for k in ("sport", "dport") if k in flow]
+    if proto:
+        parts.append(f"{proto}({','.join(ports)})")
+    return ",".join(parts)
+
+
+def ovs_datapaths(dump_dps: str) -> list[str]:
+    """The datapath names of `ovs-dpctl dump-dps` (lines 'system@name')."""
+    names = []
+    for line in dump_dps.splitlines():
+        line = line.strip()
+        if line:
+            names.append(line.split("@", 1)[1] if "@" in line else line)
+    return names
+
+
+def ovs_has_drop_flow(dump: str, flow: str) -> bool:
+    """Whether `ovs-dpctl dump-flows DP` lists exactly `flow` (as given to add-flow) with an empty action list,
+    which dump-flows prints as `actions:drop`."""
+    return any(line.startswith(flow + ", ") and line.rstrip().endswith(" actions:drop") for line in dump.splitlines())
+
+
+def ovs_show(text: str) -> dict:
+    """`ovs-dpctl show DP`: {'hit', 'missed', 'lost'} of the lookups line and {'ports': {no: name}}.
+    Raises HookError when the lookups line is missing (not a datapath's output)."""
+    out: dict = {"ports": {}}
+    for raw in text.splitlines():
+        line = raw.strip()
+        if line.startswith("lookups:"):
+            for field in line.split()[1:]:
+                name, _sep, value = field.partition(":")
+                if name in ("hit", "missed", "lost") and value.isdigit():
+                    out[name] = int(value)
+        elif line.startswith("port ") and ":" in line:
+            number, _sep, rest = line[5:].partition(":")
+            if number.strip().isdigit() and rest.split():
+                out["ports"][int(number)] = rest.split()[0]
+    if "hit" not in out:
+        raise HookError(f"no 'lookups: hit:' line in ovs-dpctl show output: {text[:200]!r}")
+    return out

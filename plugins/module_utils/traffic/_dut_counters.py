@@ -112,8 +112,8 @@ def make_reader(spec: dict, run_command: Callable | None = None) -> Callable[[],
         raise CounterError(f"{kind} counters need a command runner")
     if kind == "ovs":
         return _command_reader(spec, run_command, ["ovs-dpctl", "show", spec["datapath"]], _ovs_hits)
-    return _command_reader(spec, run_command, ["nft", "-j", "list", "counter", spec["family"], spec["table"],
-                                                spec["counter"]], _nft_packets)
+    argv = ["nft", "-j", "list", "counter", spec["family"], spec["table"], spec["counter"]]
+    return _command_reader(spec, run_command, argv, _nft_packets)
 
 
 def _nft_packets(spec: dict, out: str) -> int:

@@ -147,7 +147,7 @@ def ovs_datapath(name: str) -> str:
 def ovs_flow(flow: dict | None, port_no: int = OVS_PORT_NO) -> str:
     """The ovs-dpctl flow of one IPv4/IPv6 flow ({src, dst, proto, sport, dport}, as nft_flow_match)
     arriving on port `port_no`; fields left out are wildcarded (a megaflow, as ovs-vswitchd installs),
-    so no flow matches every IP packet of the port."""
+    so an empty flow matches every IP packet of the port."""
     nft_flow_match(flow)  # the same checks, the same messages
     flow = {k: v for k, v in (flow or {}).items() if v is not None}
     addrs = {k: _validate.ip_address(flow[k], f"flow {k}") for k in ("src", "dst") if k in flow}

@@ -179,7 +179,7 @@ import os
 import traceback
 
 from ansible.module_utils.basic import AnsibleModule, missing_required_lib
-from ansible_collections.xdplab.testbed.plugins.module_utils.common import _validate
+from ansible_collections.xdplab.testbed.plugins.module_utils.common import _process_identity, _validate
 from ansible_collections.xdplab.testbed.plugins.module_utils.state import _ledger
 from ansible_collections.xdplab.testbed.plugins.module_utils.tuning._plan_and_snapshots import current_netns_name
 from ansible_collections.xdplab.testbed.plugins.module_utils.xdp import _hooks
@@ -335,15 +335,7 @@ class Hook:
 
     @staticmethod
     def vswitchd_running() -> bool:
-        for pid in os.listdir("/proc"):
-            if pid.isdigit():
-                try:
-                    with open(f"/proc/{pid}/comm", encoding="utf-8") as fh:
-                        if fh.read().strip() == "ovs-vswitchd":
-                            return True
-                except OSError:
-                    continue
-        return False
+        return bool(_process_identity.pids_by_comm("ovs-vswitchd"))
 
     def ovs_datapaths(self) -> list[str]:
         rc, out, err = self.module.run_command([self.module.get_bin_path("ovs-dpctl", required=True), "dump-dps"],

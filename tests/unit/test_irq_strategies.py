@@ -160,3 +160,16 @@ def test_explicit_queue_key_pins_every_vector_of_that_queue():
     assert _irq.plan_affinity("igb0", irqs, "explicit", [0, 1], explicit={"igb0-tx-0": 0}) == {39: [0]}
     with pytest.raises(_irq.IrqError, match=r"map key 7 names no queue IRQ \(queues: 0, 1;"):
         _irq.plan_affinity("igb0", irqs, "explicit", [0, 1], explicit={7: "1"})
+
+
+def test_daemons_are_found_by_their_comm(tmp_path):
+    # A fake /proc: irqbalance twice, ovs-vswitchd, a comm that only starts like it, a pid without comm.
+    for pid, comm in {"40": "irqbalance\n", "7": "irqbalance\n", "9": "ovs-vswitchd\n", "11": "irqbalancer\n"}.items():
+        (tmp_path / pid).mkdir()
+        (tmp_path / pid / "comm").write_text(comm)
+    (tmp_path / "12").mkdir()
+    (tmp_path / "self").mkdir()
+    assert _irq.irqbalance_pids(str(tmp_path)) == [7, 40]
+    from ansible_collections.xdplab.testbed.plugins.module_utils.common import _process_identity
+    assert _process_identity.pids_by_comm("ovs-vswitchd", str(tmp_path)) == [9]
+    assert _process_identity.pids_by_comm("sshd", str(tmp_path)) == []

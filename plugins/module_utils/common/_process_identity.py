@@ -37,6 +37,21 @@ def boot_id(proc: str = "/proc") -> str:
         return fh.read().strip()
 
 
+def pids_by_comm(comm: str, proc: str = "/proc") -> list[int]:
+    """The pids whose /proc/PID/comm is ``comm`` (a daemon found by name: irqbalance, ovs-vswitchd)."""
+    pids = []
+    for name in os.listdir(proc):
+        if not name.isdigit():
+            continue
+        try:
+            with open(os.path.join(proc, name, "comm"), encoding="utf-8") as fh:
+                if fh.read().strip() == comm:
+                    pids.append(int(name))
+        except OSError:
+            continue  # gone meanwhile
+    return sorted(pids)
+
+
 def _stat_fields(pid: int, proc: str) -> list[str] | None:
     try:
         with open(f"{proc}/{pid}/stat", encoding="ascii", errors="replace") as fh:

@@ -16,7 +16,7 @@ import os
 import re
 from typing import Any
 
-from ansible_collections.xdplab.testbed.plugins.module_utils.common import _validate
+from ansible_collections.xdplab.testbed.plugins.module_utils.common import _process_identity, _validate
 
 # IRQ names of MSI vectors that are not data queues.
 _CONTROL_RE = re.compile(r"(config|misc|async|ctrl|control|adminq|admin|mbx|mailbox|fw|event|lsc|other|err)",
@@ -219,11 +219,7 @@ def write_affinity(irq: int, cpus: list[int], proc_root: str = "/proc") -> None:
 
 
 def irqbalance_pids(proc_root: str = "/proc") -> list[int]:
-    pids = []
-    for name in os.listdir(proc_root):
-        if name.isdigit() and (_read(os.path.join(proc_root, name, "comm")) or "").strip() == "irqbalance":
-            pids.append(int(name))
-    return sorted(pids)
+    return _process_identity.pids_by_comm("irqbalance", proc_root)
 
 
 def read_irq_state(ifname: str, sys_root: str = "/sys", proc_root: str = "/proc") -> dict[str, str]:

@@ -200,11 +200,12 @@ class Hook:
         here = current_netns_name()
         self.netns = None if here == "host" else here
 
-    def run(self, argv: list[str], what: str, data: str | None = None) -> str:
+    def run(self, argv: list[str], what: str, data: str | None = None, hint: str = "") -> str:
+        """Run argv; on failure fail naming `what`, the tool's message and `hint` (what to check)."""
         rc, out, err = self.module.run_command(argv, data=data, environ_update=C_ENV, binary_data=data is not None)
         if rc != 0:
-            self.module.fail_json(msg=f"{what} failed (rc {rc}): {err.strip() or out.strip()}", rc=rc, stdout=out,
-                                  stderr=err, cmd=argv)
+            self.module.fail_json(msg=f"{what} failed (rc {rc}): {err.strip() or out.strip()}{hint}", rc=rc,
+                                  stdout=out, stderr=err, cmd=argv)
         return out
 
     def entry(self) -> dict:
@@ -330,22 +331,16 @@ class Hook:
         return {"changed": True, "created": [], "removed": removed, "family": self.family}
 
     # -- ovs -----------------------------------------------------------------------------------
-    def ovs_dpctl(self, *args: str, what: str) -> str:
-        return self.run([self.module.get_bin_path("ovs-dpctl", required=True), *args], what)
+    def ovs_dpctl(self, *args: str, what: str, hint: str = "") -> str:
+        return self.run([self.module.get_bin_path("ovs-dpctl", required=True), *args], what, hint=hint)
 
     @staticmethod
     def vswitchd_running() -> bool:
         return bool(_process_identity.pids_by_comm("ovs-vswitchd"))
 
     def ovs_datapaths(self) -> list[str]:
-        rc, out, err = self.module.run_command([self.module.get_bin_path("ovs-dpctl", required=True), "dump-dps"],
-                                               environ_update=C_ENV)
-        if rc != 0:
-            hint = (" (the kernel's openvswitch module is not loaded: modprobe openvswitch, or a kernel with "
-                    "CONFIG_OPENVSWITCH)") if "ovs_datapath" in err or "not loaded" in err else ""
-            self.module.fail_json(msg=f"listing the Open vSwitch datapaths failed (rc {rc}): {err.strip()}{hint}",
-                                  rc=rc, stdout=out, stderr=err)
-        return _hooks.ovs_datapaths(out)
+        hint = " (if the kernel's openvswitch is missing: modprobe openvswitch, or a kernel with CONFIG_OPENVSWITCH)"
+        return _hooks.ovs_datapaths(self.ovs_dpctl("dump-dps", what="listing the Open vSwitch datapaths", hint=hint))
 
     def ovs_present(self) -> dict:
         dp = _hooks.ovs_datapath(self.p["datapath"])

@@ -4,6 +4,10 @@
 Each test cleans up after itself; this checks the sum at the end of the session: no new entry in the
 host's ledger (a test that forgets `ledger_dir` writes there), no namespace, no /run/xdplab or
 /var/lib/xdplab/ledger file that was not there before.
+
+`make integration` runs the files on two pytest-xdist workers (one file per worker at a time), so the
+check is made once, by the controlling process, after every worker has finished: a worker that ends
+first would see the other's namespaces. Without xdist the one process is the controller.
 """
 
 from __future__ import annotations
@@ -13,6 +17,7 @@ import os
 import pytest
 
 WATCHED = ("/var/lib/xdplab/ledger", "/run/netns", "/run/xdplab")
+LISTING = pytest.StashKey[set]()
 
 
 def _listing() -> set[str]:
@@ -23,9 +28,22 @@ def _listing() -> set[str]:
     return found
 
 
-@pytest.fixture(scope="session", autouse=True)
-def nothing_left_behind():
-    before = _listing()
-    yield
-    left = sorted(_listing() - before)
-    assert not left, f"the integration tests left these behind: {left}"
+def _controller(config: pytest.Config) -> bool:
+    return not hasattr(config, "workerinput")
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    if _controller(session.config):
+        session.config.stash[LISTING] = _listing()
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    if not _controller(session.config) or LISTING not in session.config.stash:
+        return
+    left = sorted(_listing() - session.config.stash[LISTING])
+    if left:
+        reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+        if reporter is not None:
+            reporter.write_line(f"FAILED: the integration tests left these behind: {left}", red=True, bold=True)
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
+

@@ -111,7 +111,8 @@ def test_bench_playbook_runs_from_the_installed_copy(installed, minimal):
     tmp, colls = installed
     before = _netns_names()  # a lab of the developer's (xdplab-vmlab) may be up: not this run's
     proc = run([str(minimal / "ansible-playbook"), "xdplab.testbed.bench",
-                "-e", json.dumps({"bench_scenarios": ["xdp_drop"], "bench_repetitions": 2, "bench_duration": 2})],
+                "-e", json.dumps({"bench_scenarios": ["xdp_drop"], "bench_repetitions": 2, "bench_duration": 2,
+                                  "xdplab_lock_wait": 900})],
                cwd=tmp, env=installed_env(tmp, colls))
     assert "failed=0" in proc.stdout
     (run_dir,) = (tmp / "results").iterdir()

@@ -46,4 +46,3 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
         if reporter is not None:
             reporter.write_line(f"FAILED: the integration tests left these behind: {left}", red=True, bold=True)
         session.exitstatus = pytest.ExitCode.TESTS_FAILED
-

@@ -56,3 +56,24 @@ def test_a_bad_sweep_is_refused_naming_it_before_anything_is_built(tmp_path, inv
     for later in ("Build the sweeps' programs", "Build the two kernels", "Begin the run"):
         assert later not in out, out[-3000:]
     assert not (tmp_path / "results").exists()
+
+
+def test_sweep_hosts_without_pyroute2_are_refused_naming_them_before_anything_is_built(tmp_path):
+    # A Python without pyroute2 (a bare venv) on both hosts: what a lab looks like before prereqs.yml.
+    bare = tmp_path / "bare"
+    subprocess.run(["python3", "-m", "venv", "--without-pip", str(bare)], check=True)  # noqa: S603, S607
+    host = {"ansible_connection": "local", "ansible_python_interpreter": str(bare / "bin" / "python3")}
+    (tmp_path / "hosts.yml").write_text(json.dumps({"all": {"children": {
+        "xdplab_generators": {"hosts": {"gen1": host}}, "xdplab_duts": {"hosts": {"dut1": host}}}}}))
+    ev = {"ab_series": SERIES, "xdplab_results_root": str(tmp_path / "results"), "ab_dut": "dut1",
+          "kernel_reboot_ok": True, "ab_scenarios": [], "ab_sweeps": ["xdp_flow"]}
+    argv = [str(PLAYBOOK), "-i", str(tmp_path / "hosts.yml"), "playbooks/ab.yml", "-e", json.dumps(ev)]
+    proc = subprocess.run(argv, cwd=ROOT, capture_output=True, text=True, timeout=600, check=False,  # noqa: S603
+                          env=dict(os.environ, ANSIBLE_NOCOLOR="1", ANSIBLE_FORCE_COLOR="0"))
+    out = " ".join(proc.stdout.split())
+    assert proc.returncode != 0, out[-3000:]
+    assert "need pyroute2 >= 0.9 on gen1, dut1" in out, out[-3000:]
+    assert "No module named 'pyroute2'" in out and "playbooks/prereqs.yml first" in out, out[-3000:]
+    for later in ("Build the sweeps' programs", "Build the two kernels", "Begin the run"):
+        assert later not in out, out[-3000:]
+    assert not (tmp_path / "results").exists()

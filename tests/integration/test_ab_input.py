@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -61,7 +62,7 @@ def test_a_bad_sweep_is_refused_naming_it_before_anything_is_built(tmp_path, inv
 def test_sweep_hosts_without_pyroute2_are_refused_naming_them_before_anything_is_built(tmp_path):
     # A Python without pyroute2 (a bare venv) on both hosts: what a lab looks like before prereqs.yml.
     bare = tmp_path / "bare"
-    subprocess.run(["python3", "-m", "venv", "--without-pip", str(bare)], check=True)  # noqa: S603, S607
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(bare)], check=True)  # noqa: S603
     host = {"ansible_connection": "local", "ansible_python_interpreter": str(bare / "bin" / "python3")}
     (tmp_path / "hosts.yml").write_text(json.dumps({"all": {"children": {
         "xdplab_generators": {"hosts": {"gen1": host}}, "xdplab_duts": {"hosts": {"dut1": host}}}}}))

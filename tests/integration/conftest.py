@@ -5,9 +5,9 @@ Each test cleans up after itself; this checks the sum at the end of the session:
 host's ledger (a test that forgets `ledger_dir` writes there), no namespace, no /run/xdplab or
 /var/lib/xdplab/ledger file that was not there before.
 
-`make integration` runs the files on two pytest-xdist workers (one file per worker at a time), so the
-check is made once, by the controlling process, after every worker has finished: a worker that ends
-first would see the other's namespaces. Without xdist the one process is the controller.
+The check is made once, by the controlling process: run with pytest-xdist workers, a worker that
+ends first would see another's namespaces. Without xdist (`make integration`) the one process is
+the controller.
 """
 
 from __future__ import annotations

@@ -126,6 +126,9 @@ def _race(path, barrier, results, i):
         results.put(acquire(path, os.getpid(), run_id=f"r{i}")[0])
     except LockHeld:
         results.put("refused")
+    # Stay alive until every racer has tried: a winner that exited early would be a dead holder, and
+    # a slow racer would then rightly take the lock over from it.
+    barrier.wait(10)
 
 
 def test_two_runs_never_both_take_over_a_stale_lock(tmp_path):

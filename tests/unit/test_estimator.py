@@ -266,7 +266,11 @@ def test_aa_rounds_needs_enough_rounds_and_reaches_the_report(tmp_path):
     report = _report.build([str(d)])
     (aa,) = report["noise"]["aa_rounds"]
     assert aa["rounds"] == 8
-    assert "A/A in rounds (xdp_drop/baseline): 8 interleaved rounds" in _report.render_text(report)
+    lo, hi = aa["false_positive_interval"]
+    assert 0.0 <= lo <= aa["false_positive_rate"] <= hi <= 1.0 and hi - lo > 0.3  # 3 compares: wide
+    text = _report.render_text(report)
+    assert "A/A in rounds (xdp_drop/baseline): 8 interleaved rounds" in text
+    assert f"exact 95% interval {lo * 100:.1f}-{hi * 100:.1f}%" in text
     assert "CAVEAT" not in _report.render_text(report)  # rounds are units: not one back-to-back run
 
 

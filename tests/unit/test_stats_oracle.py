@@ -10,6 +10,8 @@ import pytest
 from ansible_collections.xdplab.testbed.plugins.module_utils.results._compare import compare_records
 from ansible_collections.xdplab.testbed.plugins.module_utils.results._record_schema import build_record
 from ansible_collections.xdplab.testbed.plugins.module_utils.results._statistics import (
+    StatsError,
+    binomial_interval,
     holm,
     min_detectable_effect,
     repetitions_needed,
@@ -177,3 +179,25 @@ def test_min_detectable_effect_has_80_percent_power():
         tcrit = stats.t.ppf(0.975, df)
         power = 1 - stats.nct.cdf(tcrit, df, nc) + stats.nct.cdf(-tcrit, df, nc)
         assert power == pytest.approx(0.8, abs=0.03)
+
+
+def test_binomial_interval_against_scipy_exact():
+    rng = np.random.default_rng(14)
+    cases = [(0, 1), (1, 1), (0, 19), (1, 19), (19, 19), (3, 40), (500, 1000), (1, 5000)]
+    cases += [(int(k), int(n)) for n in rng.integers(1, 300, 30) for k in [rng.integers(0, n + 1)]]
+    for k, n in cases:
+        for level in (0.95, 0.99, 0.8):
+            ci = stats.binomtest(k, n).proportion_ci(confidence_level=level, method="exact")
+            lo, hi = binomial_interval(k, n, level)
+            assert lo == pytest.approx(ci.low, abs=1e-9), (k, n, level)
+            assert hi == pytest.approx(ci.high, abs=1e-9), (k, n, level)
+            assert lo <= k / n <= hi
+
+
+@pytest.mark.parametrize(("k", "n", "level", "bad"), [
+    (1, 0, 0.95, "trials"), (-1, 5, 0.95, "events"), (6, 5, 0.95, "events"), (True, 5, 0.95, "events"),
+    (1, 5.0, 0.95, "trials"), (1, 5, 1.0, "level"), (1, 5, 0.0, "level"),
+])
+def test_binomial_interval_names_the_bad_value(k, n, level, bad):
+    with pytest.raises(StatsError, match=bad):
+        binomial_interval(k, n, level)

@@ -20,6 +20,7 @@ from ansible_collections.xdplab.testbed.plugins.module_utils.results._record_fil
 from ansible_collections.xdplab.testbed.plugins.module_utils.results._statistics import (
     StatsError,
     aa_false_positive_rate,
+    binomial_interval,
     holm,
     min_detectable_effect,
     ns_samples,
@@ -365,6 +366,8 @@ def aa_rounds(records: list[dict], per_side: int = AA_PER_SIDE, level: float = 0
         "compares": compares,
         "significant": sig_units,
         "false_positive_rate": sig_units / compares if compares else None,
+        # exact 95% interval of that rate as if the compares were independent (they overlap: wider still)
+        "false_positive_interval": list(binomial_interval(sig_units, compares)) if compares else None,
         "repetition_level_compares": tested_reps,
         "repetition_level_significant": sig_reps,
         "repetition_level_false_positive_rate": sig_reps / tested_reps if tested_reps else None,

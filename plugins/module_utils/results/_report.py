@@ -214,12 +214,20 @@ def _noise_lines(nz: dict) -> list[str]:
     for aa in nz.get("aa_rounds") or []:
         out.append(f"A/A in rounds ({aa['scenario']}/{aa['variant']}): {aa['rounds']} interleaved rounds, "
                    f"{aa['significant']} of {aa['compares']} compares of {aa['per_side']} vs {aa['per_side']} rounds "
-                   f"called significant ({aa['false_positive_rate'] * 100:.1f}%; by pooled repetitions "
+                   f"called significant ({aa['false_positive_rate'] * 100:.1f}%{_rate_interval(aa)}; "
+                   f"by pooled repetitions "
                    f"{aa['repetition_level_false_positive_rate'] * 100:.1f}%). Round stdev "
                    f"{aa['round_stdev_ns']:.2f} ns/packet at {aa['mean_ns']:.2f} ns/packet; minimum detectable "
                    f"effect (80% power) {_f2(aa['mde_ns_all_rounds'])} ns/packet with {aa['mde_rounds_per_side']} "
                    f"rounds per side.")
     return out
+
+
+def _rate_interval(aa: dict) -> str:
+    ci = aa.get("false_positive_interval")
+    if not ci:
+        return ""
+    return f", exact 95% interval {ci[0] * 100:.1f}-{ci[1] * 100:.1f}% if independent, wider as windows overlap"
 
 
 # ----------------------------------------------------------------- renderers

@@ -105,8 +105,8 @@ rows:
 noise:
   description: pooled_stdev_ns, repetitions_needed (for delta_ns), aa_comparisons, aa_significant,
     aa_false_positive_rate, and aa_rounds (A/A in interleaved rounds of one configuration, one entry
-    per configuration with 6 rounds or more: false_positive_rate and its exact false_positive_interval,
-    round_stdev_ns, mde_ns_all_rounds).
+    per configuration with 6 rounds or more, with false_positive_rate and its exact
+    false_positive_interval, round_stdev_ns and mde_ns_all_rounds).
   returned: success
   type: dict
 environment_diff:

@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 from pathlib import Path
+
+import playbook_run
 
 ROOT = Path(__file__).resolve().parents[2]
 PLAY = """
@@ -37,7 +38,7 @@ def run_role(role: str, tmp_path: Path, extra: dict, check: bool = False, netns:
     # checkout as an inventory directory and execute every executable file in it as an inventory script.
     argv = ([*(["ip", "netns", "exec", netns] if netns else []), str(ROOT / ".venv" / "bin" / "ansible-playbook"),
              "-i", "localhost,", str(pb), "-e", f"@{vars_file}"] + (["--check"] if check else []))
-    r = subprocess.run(argv, capture_output=True, text=True, env=env, cwd=ROOT, check=False)  # noqa: S603
+    r = playbook_run.run(argv, capture_output=True, text=True, env=env, cwd=ROOT, check=False)  # noqa: S603
     try:
         out, _end = json.JSONDecoder().raw_decode(r.stdout[r.stdout.index("{"):])
     except ValueError:

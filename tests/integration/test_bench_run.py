@@ -13,6 +13,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import playbook_run
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -85,9 +86,9 @@ def bed(tmp_path_factory):
     }}}))
 
     def topo(state):
-        subprocess.run([str(BIN / "ansible-playbook"), "-i", str(tmp / "hosts.yml"), str(tmp / "topo.yml"),
-                        "-e", f"topo_state={state}"], cwd=ROOT, env=ansible_env(), check=True,
-                       capture_output=True, text=True)
+        playbook_run.run([str(BIN / "ansible-playbook"), "-i", str(tmp / "hosts.yml"), str(tmp / "topo.yml"),
+                            "-e", f"topo_state={state}"], cwd=ROOT, env=ansible_env(), check=True,
+                           capture_output=True, text=True)
 
     topo("present")
     try:
@@ -111,9 +112,9 @@ def run_case(bed: Path, case: dict, attach: bool = True) -> dict:
     result = bed / "result.json"
     result.unlink(missing_ok=True)
     extra = {"case": case, "attach": attach, "result_file": str(result)}
-    proc = subprocess.run([str(BIN / "ansible-playbook"), "-i", str(bed / "hosts.yml"), str(bed / "cases.yml"),
-                           "-e", json.dumps(extra)], cwd=ROOT, env=ansible_env(), capture_output=True, text=True,
-                          timeout=300, check=False)
+    proc = playbook_run.run([str(BIN / "ansible-playbook"), "-i", str(bed / "hosts.yml"), str(bed / "cases.yml"),
+                               "-e", json.dumps(extra)], cwd=ROOT, env=ansible_env(), capture_output=True, text=True,
+                              timeout=300, check=False)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     return json.loads(result.read_text())
 

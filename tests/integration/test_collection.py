@@ -9,13 +9,12 @@ from __future__ import annotations
 import json
 import os
 import re
-import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import ansible_collections
+import playbook_run
 import pytest
 import yaml
 
@@ -109,33 +108,13 @@ def _netns_names():
     return {line.split()[0] for line in out.splitlines() if line.strip()}
 
 
-# ansible-core 2.19's result thread can die of a KeyError in _convert_wire_task_result_to_raw
-# (ansible/ansible#85879, a race seen under load); the play then waits for that result for ever.
-RESULTS_THREAD_DIED = "(results_thread_main)"
-
-
 def run_playbook(argv, cwd, env, timeout=1200):
-    """Run a playbook; if ansible-core's result thread dies (the race above), stop that run at once
-    and run it once more. The next run's begin takes over the dead run's lock and cleans what its
-    ledger lists. Any other failure, or the race twice, fails with the whole of stderr."""
-    for attempt in (1, 2):
-        out, err = cwd / f"playbook.{attempt}.out", cwd / f"playbook.{attempt}.err"
-        with out.open("w") as stdout, err.open("w") as stderr:
-            proc = subprocess.Popen(argv, cwd=cwd, env=env, stdout=stdout, stderr=stderr, start_new_session=True)
-            deadline, died = time.monotonic() + timeout, False
-            while proc.poll() is None and time.monotonic() < deadline and not died:
-                time.sleep(1)
-                died = RESULTS_THREAD_DIED in err.read_text(errors="replace")
-            if proc.poll() is None:
-                time.sleep(2 if died else 0)  # the traceback's last lines
-                os.killpg(proc.pid, signal.SIGKILL)
-                proc.wait()
-        stdout_text, stderr_text = out.read_text(errors="replace"), err.read_text(errors="replace")
-        if not died or attempt == 2:
-            break
-    assert proc.returncode == 0, f"{argv} failed ({proc.returncode}, attempt {attempt}):\n" \
-        f"{stdout_text[-3000:]}\n{stderr_text}"
-    return stdout_text
+    """Run a playbook (through playbook_run: a run whose result thread dies is killed and run once
+    more); any failure fails with the whole of stderr."""
+    proc = playbook_run.run(argv, cwd=cwd, env=env, timeout=timeout)
+    assert proc.returncode == 0, f"{argv} failed ({proc.returncode}, attempt {proc.attempts}):\n" \
+        f"{proc.stdout[-3000:]}\n{proc.stderr}"
+    return proc.stdout
 
 
 def test_bench_playbook_runs_from_the_installed_copy(installed, minimal):

@@ -12,6 +12,7 @@ import shutil
 import subprocess
 from pathlib import Path
 
+import playbook_run
 import pytest
 import yaml
 
@@ -37,11 +38,11 @@ def play(tmp_path: Path, base: Path, **role_vars) -> tuple[int, str]:
     pb = tmp_path / "play.yml"
     pb.write_text(yaml.safe_dump([{"name": "h5 role test", "hosts": "localhost", "gather_facts": False,
                                    "roles": [{"role": "xdplab.testbed.kernel", "vars": vars_}]}]))
-    cp = subprocess.run([str(PLAYBOOK), "-i", "localhost,", "-c", "local", "-e",
-                         "ansible_python_interpreter={{ ansible_playbook_python }}", str(pb)],
-                        capture_output=True, text=True, cwd=REPO,
-                        env={**os.environ, "ANSIBLE_NOCOLOR": "1",
-                             "ANSIBLE_STDOUT_CALLBACK": "ansible.builtin.default"}, check=False)
+    cp = playbook_run.run([str(PLAYBOOK), "-i", "localhost,", "-c", "local", "-e",
+                             "ansible_python_interpreter={{ ansible_playbook_python }}", str(pb)],
+                            capture_output=True, text=True, cwd=REPO,
+                            env={**os.environ, "ANSIBLE_NOCOLOR": "1",
+                                 "ANSIBLE_STDOUT_CALLBACK": "ansible.builtin.default"}, check=False)
     return cp.returncode, cp.stdout + cp.stderr
 
 
@@ -178,9 +179,9 @@ def test_grub_entry_lookup(tmp_path, release, expected):
         "tasks": [{"name": "lookup", "ansible.builtin.include_role": {"name": "xdplab.testbed.kernel",
                                                                       "tasks_from": "grub_entry.yml"}},
                   {"name": "show", "ansible.builtin.debug": {"msg": "ENTRY=[{{ __kernel_grub_entry }}]"}}]}]))
-    cp = subprocess.run([str(PLAYBOOK), "-i", "localhost,", "-c", "local", "-e",
-                         "ansible_python_interpreter={{ ansible_playbook_python }}", str(pb)],
-                        capture_output=True, text=True, cwd=REPO, env={**os.environ, "ANSIBLE_NOCOLOR": "1"},
-                        check=False)
+    cp = playbook_run.run([str(PLAYBOOK), "-i", "localhost,", "-c", "local", "-e",
+                             "ansible_python_interpreter={{ ansible_playbook_python }}", str(pb)],
+                            capture_output=True, text=True, cwd=REPO, env={**os.environ, "ANSIBLE_NOCOLOR": "1"},
+                            check=False)
     assert cp.returncode == 0, cp.stdout + cp.stderr
     assert f"ENTRY=[{expected}]" in cp.stdout

@@ -23,6 +23,7 @@ import re
 import subprocess
 from pathlib import Path
 
+import playbook_run
 import pytest
 from ansible_collections.xdplab.testbed.plugins.module_utils.state._ledger import read_lock
 
@@ -52,8 +53,8 @@ def play(name: str, tmp_path: Path, pfx: str, extra: dict | None = None,
     if inventory:
         argv += ["-i", inventory]
     try:
-        proc = subprocess.run(argv, cwd=ROOT, capture_output=True, text=True, timeout=1500, check=False,  # noqa: S603
-                              env=dict(os.environ, ANSIBLE_NOCOLOR="1", ANSIBLE_FORCE_COLOR="0"))
+        proc = playbook_run.run(argv, cwd=ROOT, capture_output=True, text=True, timeout=1500, check=False,  # noqa: S603
+                                  env=dict(os.environ, ANSIBLE_NOCOLOR="1", ANSIBLE_FORCE_COLOR="0"))
     finally:
         left = netns_with(pfx)
         for ns in left:

@@ -17,6 +17,7 @@ import tempfile
 import textwrap
 from pathlib import Path
 
+import playbook_run
 import pytest
 
 pytestmark = pytest.mark.root
@@ -334,8 +335,8 @@ def run_playbook(play: str, *extra: str) -> subprocess.CompletedProcess:
                    ANSIBLE_CALLBACKS_ENABLED="ansible.posix.json", ANSIBLE_NOCOLOR="1")
         argv = [str(BIN / "ansible-playbook"), "-i", "localhost,", "-c", "local",
                 "-e", f"ansible_python_interpreter={sys.executable}", handle.name, *extra]
-        return subprocess.run(argv,
-                              capture_output=True, text=True, cwd=ROOT, env=env, timeout=300, check=False)
+        return playbook_run.run(argv,
+                                  capture_output=True, text=True, cwd=ROOT, env=env, timeout=300, check=False)
     finally:
         os.unlink(handle.name)
 

@@ -17,6 +17,7 @@ import tempfile
 import textwrap
 from pathlib import Path
 
+import playbook_run
 import pytest
 
 pytestmark = pytest.mark.root
@@ -346,7 +347,7 @@ def run_role(ns: str, tmp: Path, extra: dict) -> tuple[int, str, dict]:
     readback = tmp / "readback.json"
     ev.write_text(json.dumps({**extra, "readback_file": str(readback),
                               "ansible_python_interpreter": sys.executable}))
-    proc = subprocess.run(
+    proc = playbook_run.run(
         ["ip", "netns", "exec", ns, str(BIN / "ansible-playbook"), "-i", "localhost,", "-c", "local",
          "-e", f"@{ev}", str(pb)],
         capture_output=True, text=True, cwd=ROOT, timeout=300, check=False,

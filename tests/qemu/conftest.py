@@ -16,6 +16,7 @@ import sys
 import tempfile
 from pathlib import Path
 
+import playbook_run
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -83,8 +84,8 @@ def run_guest_tests(test_file: str, min_passed: int, cpus: int, timeout: int) ->
 def ansible_playbook(playbook: str, *args: str, timeout: int = 600) -> subprocess.CompletedProcess:
     """Run one of the collection's playbooks from the checkout with the venv's ansible-playbook, no colour."""
     argv = [str(VENV_BIN / "ansible-playbook"), playbook, *args]
-    return subprocess.run(argv, cwd=ROOT, capture_output=True, text=True, timeout=timeout, check=False,  # noqa: S603
-                          env=dict(os.environ, ANSIBLE_NOCOLOR="1", ANSIBLE_FORCE_COLOR="0"))
+    return playbook_run.run(argv, cwd=ROOT, capture_output=True, text=True, timeout=timeout, check=False,  # noqa: S603
+                              env=dict(os.environ, ANSIBLE_NOCOLOR="1", ANSIBLE_FORCE_COLOR="0"))
 
 
 def only_run_dir(results_root: Path) -> Path:

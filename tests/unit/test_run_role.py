@@ -12,6 +12,7 @@ import os
 import subprocess
 from pathlib import Path
 
+import playbook_run
 import pytest
 from ansible_collections.xdplab.testbed.plugins.module_utils.state._ledger import (
     acquire,
@@ -72,11 +73,11 @@ def play(world: Path, **extra) -> subprocess.CompletedProcess:
     ev = {"probe": str(world), "run_ledger_dir": str(world / "ledger"), "run_results_root": str(world / "results"),
           "run_lock_path": str(world / "lock" / "run.lock"), "ansible_connection": "local",
           "ansible_python_interpreter": f"{REPO}/.venv/bin/python", **extra}
-    return subprocess.run([str(REPO / ".venv/bin/ansible-playbook"), str(world / "play.yml"), "-i", "localhost,",
-                           "-e", json.dumps(ev)],
-                          capture_output=True, text=True, cwd=REPO, timeout=300,
-                          env={**os.environ, "ANSIBLE_NOCOLOR": "1",
-                               "ANSIBLE_STDOUT_CALLBACK": "ansible.builtin.default"}, check=False)
+    return playbook_run.run([str(REPO / ".venv/bin/ansible-playbook"), str(world / "play.yml"), "-i", "localhost,",
+                               "-e", json.dumps(ev)],
+                              capture_output=True, text=True, cwd=REPO, timeout=300,
+                              env={**os.environ, "ANSIBLE_NOCOLOR": "1",
+                                   "ANSIBLE_STDOUT_CALLBACK": "ansible.builtin.default"}, check=False)
 
 
 def plant_stale(world: Path) -> str:

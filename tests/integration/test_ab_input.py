@@ -30,7 +30,7 @@ def test_a_dut_loop_without_the_reboot_guard_or_the_host_is_refused(tmp_path, ex
     ev = dict({"ab_series": SERIES, "xdplab_results_root": str(tmp_path / "results")}, **extra)
     argv = [str(PLAYBOOK), "-i", "inventories/vmlab", "playbooks/ab.yml", "-e", json.dumps(ev)]
     proc = playbook_run.run(argv, cwd=ROOT, capture_output=True, text=True, timeout=600, check=False,  # noqa: S603
-                              env=dict(os.environ, ANSIBLE_NOCOLOR="1", ANSIBLE_FORCE_COLOR="0"))
+                            env=dict(os.environ, ANSIBLE_NOCOLOR="1", ANSIBLE_FORCE_COLOR="0"))
     out = " ".join(proc.stdout.split())
     assert proc.returncode != 0 and named in out, out[-3000:]
     assert "Build the two kernels" not in out and "Begin the run" not in out, out[-3000:]
@@ -52,7 +52,7 @@ def test_a_bad_sweep_is_refused_naming_it_before_anything_is_built(tmp_path, inv
         ev.update(ab_dut="vmdut", kernel_reboot_ok=True)
     argv = [str(PLAYBOOK), *(["-i", inventory] if inventory else []), "playbooks/ab.yml", "-e", json.dumps(ev)]
     proc = playbook_run.run(argv, cwd=ROOT, capture_output=True, text=True, timeout=600, check=False,  # noqa: S603
-                              env=dict(os.environ, ANSIBLE_NOCOLOR="1", ANSIBLE_FORCE_COLOR="0"))
+                            env=dict(os.environ, ANSIBLE_NOCOLOR="1", ANSIBLE_FORCE_COLOR="0"))
     out = " ".join(proc.stdout.split())
     assert proc.returncode != 0 and named in out, out[-3000:]
     for later in ("Build the sweeps' programs", "Build the two kernels", "Begin the run"):
@@ -71,7 +71,7 @@ def test_sweep_hosts_without_pyroute2_are_refused_naming_them_before_anything_is
           "kernel_reboot_ok": True, "ab_scenarios": [], "ab_sweeps": ["xdp_flow"]}
     argv = [str(PLAYBOOK), "-i", str(tmp_path / "hosts.yml"), "playbooks/ab.yml", "-e", json.dumps(ev)]
     proc = playbook_run.run(argv, cwd=ROOT, capture_output=True, text=True, timeout=600, check=False,  # noqa: S603
-                              env=dict(os.environ, ANSIBLE_NOCOLOR="1", ANSIBLE_FORCE_COLOR="0"))
+                            env=dict(os.environ, ANSIBLE_NOCOLOR="1", ANSIBLE_FORCE_COLOR="0"))
     out = " ".join(proc.stdout.split())
     assert proc.returncode != 0, out[-3000:]
     assert "need pyroute2 >= 0.9 on gen1, dut1" in out, out[-3000:]

@@ -87,8 +87,8 @@ def bed(tmp_path_factory):
 
     def topo(state):
         playbook_run.run([str(BIN / "ansible-playbook"), "-i", str(tmp / "hosts.yml"), str(tmp / "topo.yml"),
-                            "-e", f"topo_state={state}"], cwd=ROOT, env=ansible_env(), check=True,
-                           capture_output=True, text=True)
+                          "-e", f"topo_state={state}"], cwd=ROOT, env=ansible_env(), check=True,
+                         capture_output=True, text=True)
 
     topo("present")
     try:
@@ -113,8 +113,8 @@ def run_case(bed: Path, case: dict, attach: bool = True) -> dict:
     result.unlink(missing_ok=True)
     extra = {"case": case, "attach": attach, "result_file": str(result)}
     proc = playbook_run.run([str(BIN / "ansible-playbook"), "-i", str(bed / "hosts.yml"), str(bed / "cases.yml"),
-                               "-e", json.dumps(extra)], cwd=ROOT, env=ansible_env(), capture_output=True, text=True,
-                              timeout=300, check=False)
+                             "-e", json.dumps(extra)], cwd=ROOT, env=ansible_env(), capture_output=True, text=True,
+                            timeout=300, check=False)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     return json.loads(result.read_text())
 

@@ -39,10 +39,10 @@ def play(tmp_path: Path, base: Path, **role_vars) -> tuple[int, str]:
     pb.write_text(yaml.safe_dump([{"name": "h5 role test", "hosts": "localhost", "gather_facts": False,
                                    "roles": [{"role": "xdplab.testbed.kernel", "vars": vars_}]}]))
     cp = playbook_run.run([str(PLAYBOOK), "-i", "localhost,", "-c", "local", "-e",
-                             "ansible_python_interpreter={{ ansible_playbook_python }}", str(pb)],
-                            capture_output=True, text=True, cwd=REPO,
-                            env={**os.environ, "ANSIBLE_NOCOLOR": "1",
-                                 "ANSIBLE_STDOUT_CALLBACK": "ansible.builtin.default"}, check=False)
+                           "ansible_python_interpreter={{ ansible_playbook_python }}", str(pb)],
+                          capture_output=True, text=True, cwd=REPO,
+                          env={**os.environ, "ANSIBLE_NOCOLOR": "1",
+                               "ANSIBLE_STDOUT_CALLBACK": "ansible.builtin.default"}, check=False)
     return cp.returncode, cp.stdout + cp.stderr
 
 
@@ -180,8 +180,8 @@ def test_grub_entry_lookup(tmp_path, release, expected):
                                                                       "tasks_from": "grub_entry.yml"}},
                   {"name": "show", "ansible.builtin.debug": {"msg": "ENTRY=[{{ __kernel_grub_entry }}]"}}]}]))
     cp = playbook_run.run([str(PLAYBOOK), "-i", "localhost,", "-c", "local", "-e",
-                             "ansible_python_interpreter={{ ansible_playbook_python }}", str(pb)],
-                            capture_output=True, text=True, cwd=REPO, env={**os.environ, "ANSIBLE_NOCOLOR": "1"},
-                            check=False)
+                           "ansible_python_interpreter={{ ansible_playbook_python }}", str(pb)],
+                          capture_output=True, text=True, cwd=REPO, env={**os.environ, "ANSIBLE_NOCOLOR": "1"},
+                          check=False)
     assert cp.returncode == 0, cp.stdout + cp.stderr
     assert f"ENTRY=[{expected}]" in cp.stdout

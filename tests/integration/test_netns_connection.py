@@ -102,7 +102,7 @@ def run(bed: dict) -> tuple[subprocess.CompletedProcess, dict]:
     env = dict(os.environ, ANSIBLE_CONFIG=str(ROOT / "ansible.cfg"), ANSIBLE_STDOUT_CALLBACK="ansible.posix.json",
                ANSIBLE_CALLBACKS_ENABLED="ansible.posix.json", ANSIBLE_NOCOLOR="1")
     proc = playbook_run.run([str(BIN / "ansible-playbook"), "-i", str(inv), str(play)], capture_output=True, text=True,
-                              cwd=ROOT, env=env, timeout=300, check=False)
+                            cwd=ROOT, env=env, timeout=300, check=False)
     data = json.loads(proc.stdout)
     results = {t["task"]["name"]: t["hosts"] for t in data["plays"][0]["tasks"]}
     return proc, {"results": results, "stats": data["stats"]}

@@ -54,7 +54,7 @@ def play(name: str, tmp_path: Path, pfx: str, extra: dict | None = None,
         argv += ["-i", inventory]
     try:
         proc = playbook_run.run(argv, cwd=ROOT, capture_output=True, text=True, timeout=1500, check=False,  # noqa: S603
-                                  env=dict(os.environ, ANSIBLE_NOCOLOR="1", ANSIBLE_FORCE_COLOR="0"))
+                                env=dict(os.environ, ANSIBLE_NOCOLOR="1", ANSIBLE_FORCE_COLOR="0"))
     finally:
         left = netns_with(pfx)
         for ns in left:

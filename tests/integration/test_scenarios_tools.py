@@ -80,8 +80,8 @@ def run(tmp_path: Path, points: list[dict], expect_fail: bool = False) -> list[d
     play.write_text(PLAY)
     dest = tmp_path / "out.json"
     proc = playbook_run.run([str(PLAYBOOK), "-i", str(inv), str(play), "-e",  # noqa: S603
-                               json.dumps({"points": points, "dest": str(dest), "expect_fail": expect_fail})],
-                              cwd=ROOT, capture_output=True, text=True, timeout=300, check=False)
+                             json.dumps({"points": points, "dest": str(dest), "expect_fail": expect_fail})],
+                            cwd=ROOT, capture_output=True, text=True, timeout=300, check=False)
     assert dest.exists(), proc.stdout[-4000:] + proc.stderr[-2000:]
     # no server left running in the DUT namespace
     pids = sh("ip", "netns", "pids", DUT).stdout.split()

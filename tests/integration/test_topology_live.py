@@ -336,7 +336,7 @@ def run_playbook(play: str, *extra: str) -> subprocess.CompletedProcess:
         argv = [str(BIN / "ansible-playbook"), "-i", "localhost,", "-c", "local",
                 "-e", f"ansible_python_interpreter={sys.executable}", handle.name, *extra]
         return playbook_run.run(argv,
-                                  capture_output=True, text=True, cwd=ROOT, env=env, timeout=300, check=False)
+                                capture_output=True, text=True, cwd=ROOT, env=env, timeout=300, check=False)
     finally:
         os.unlink(handle.name)
 

@@ -85,7 +85,7 @@ def ansible_playbook(playbook: str, *args: str, timeout: int = 600) -> subproces
     """Run one of the collection's playbooks from the checkout with the venv's ansible-playbook, no colour."""
     argv = [str(VENV_BIN / "ansible-playbook"), playbook, *args]
     return playbook_run.run(argv, cwd=ROOT, capture_output=True, text=True, timeout=timeout, check=False,  # noqa: S603
-                              env=dict(os.environ, ANSIBLE_NOCOLOR="1", ANSIBLE_FORCE_COLOR="0"))
+                            env=dict(os.environ, ANSIBLE_NOCOLOR="1", ANSIBLE_FORCE_COLOR="0"))
 
 
 def only_run_dir(results_root: Path) -> Path:

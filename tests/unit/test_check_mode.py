@@ -15,9 +15,9 @@ REPO = Path(__file__).resolve().parents[2]
 
 def check_run(*extra: str) -> subprocess.CompletedProcess:
     return playbook_run.run([str(REPO / ".venv/bin/ansible-playbook"), "bench.yml", "--check", *extra],
-                              capture_output=True, text=True, cwd=REPO, timeout=300,
-                              env={**os.environ, "ANSIBLE_NOCOLOR": "1",
-                                   "ANSIBLE_STDOUT_CALLBACK": "ansible.builtin.default"}, check=False)
+                            capture_output=True, text=True, cwd=REPO, timeout=300,
+                            env={**os.environ, "ANSIBLE_NOCOLOR": "1",
+                                 "ANSIBLE_STDOUT_CALLBACK": "ansible.builtin.default"}, check=False)
 
 
 def test_bench_check_mode_stops_first_and_says_what_it_would_do():

@@ -74,10 +74,10 @@ def play(world: Path, **extra) -> subprocess.CompletedProcess:
           "run_lock_path": str(world / "lock" / "run.lock"), "ansible_connection": "local",
           "ansible_python_interpreter": f"{REPO}/.venv/bin/python", **extra}
     return playbook_run.run([str(REPO / ".venv/bin/ansible-playbook"), str(world / "play.yml"), "-i", "localhost,",
-                               "-e", json.dumps(ev)],
-                              capture_output=True, text=True, cwd=REPO, timeout=300,
-                              env={**os.environ, "ANSIBLE_NOCOLOR": "1",
-                                   "ANSIBLE_STDOUT_CALLBACK": "ansible.builtin.default"}, check=False)
+                             "-e", json.dumps(ev)],
+                            capture_output=True, text=True, cwd=REPO, timeout=300,
+                            env={**os.environ, "ANSIBLE_NOCOLOR": "1",
+                                 "ANSIBLE_STDOUT_CALLBACK": "ansible.builtin.default"}, check=False)
 
 
 def plant_stale(world: Path) -> str:

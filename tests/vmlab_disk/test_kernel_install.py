@@ -56,7 +56,7 @@ def install(variant: str, log: Path, **extra) -> subprocess.CompletedProcess:
              "kernel_qemu_verify_enabled": False, **extra}
     argv = [str(PLAYBOOK), "-i", "inventories/vmlab", "playbooks/kernel_install.yml", "-e", json.dumps(evars)]
     proc = playbook_run.run(argv, cwd=ROOT, capture_output=True, text=True, timeout=3600, check=False,  # noqa: S603
-                              env=dict(os.environ, ANSIBLE_NOCOLOR="1", PATH=f"{PLAYBOOK.parent}:{os.environ['PATH']}"))
+                            env=dict(os.environ, ANSIBLE_NOCOLOR="1", PATH=f"{PLAYBOOK.parent}:{os.environ['PATH']}"))
     log.write_text(proc.stdout + proc.stderr, encoding="utf-8")
     return proc
 
@@ -176,7 +176,7 @@ def test_the_loop_on_the_dut_finds_the_known_effect_and_leaves_the_default(dut, 
     default = saved_entry()  # the disk's own kernel, or the one an earlier test made the default
     argv = [str(PLAYBOOK), "-i", "inventories/vmlab", "playbooks/ab.yml", "-e", json.dumps(evars)]
     proc = playbook_run.run(argv, cwd=ROOT, capture_output=True, text=True, timeout=3600, check=False,  # noqa: S603
-                              env=dict(os.environ, ANSIBLE_NOCOLOR="1", PATH=f"{PLAYBOOK.parent}:{os.environ['PATH']}"))
+                            env=dict(os.environ, ANSIBLE_NOCOLOR="1", PATH=f"{PLAYBOOK.parent}:{os.environ['PATH']}"))
     assert proc.returncode == 0, proc.stdout[-6000:] + proc.stderr[-2000:]
     (run,) = [d for d in (tmp_path / "results").iterdir() if d.is_dir()]
     boots = sorted(d.name for d in run.iterdir() if d.is_dir())
@@ -213,7 +213,7 @@ def test_the_loop_runs_the_sweeps_between_the_hosts_after_every_boot(dut, tmp_pa
              "ab_series": [{"path": str(p)} for p in sorted((known / "effect").glob("*.patch"))]}
     argv = [str(PLAYBOOK), "-i", "inventories/vmlab", "playbooks/ab.yml", "-e", json.dumps(evars)]
     proc = playbook_run.run(argv, cwd=ROOT, capture_output=True, text=True, timeout=3600, check=False,  # noqa: S603
-                              env=dict(os.environ, ANSIBLE_NOCOLOR="1", PATH=f"{PLAYBOOK.parent}:{os.environ['PATH']}"))
+                            env=dict(os.environ, ANSIBLE_NOCOLOR="1", PATH=f"{PLAYBOOK.parent}:{os.environ['PATH']}"))
     assert proc.returncode == 0, proc.stdout[-6000:] + proc.stderr[-2000:]
     assert "cached, nothing compiled" in proc.stdout
     (run,) = [d for d in (tmp_path / "results").iterdir() if d.is_dir()]

@@ -36,8 +36,9 @@ def _once(argv, cwd, env, timeout, deadline_note):
                 break
             except subprocess.TimeoutExpired:
                 pass
-            err.seek(seen)
-            chunk = err.read()
+            # pread, not seek + read: the child writes through the same open file, and moving its
+            # offset would make it overwrite what it wrote before
+            chunk = os.pread(err.fileno(), max(0, os.fstat(err.fileno()).st_size - seen), seen)
             if RESULTS_THREAD_DIED in chunk:
                 died = True
                 time.sleep(2)  # the traceback's last lines

@@ -52,3 +52,16 @@ def test_plain_runs_pass_through_rc_output_and_timeout(tmp_path):
     assert time.monotonic() - t0 < 10
     with pytest.raises(ValueError, match="always captures"):
         run([sys.executable, "-c", "pass"], capture_output=False)
+
+
+def test_stderr_written_while_watched_arrives_whole():
+    # the child writes through the same open file the guard reads, without pause for about a second:
+    # every line must arrive, in order, none overwritten
+    script = ("import sys, time\n"
+              "t0, i = time.monotonic(), 0\n"
+              "while time.monotonic() - t0 < 1.5:\n"
+              "    sys.stderr.write(f'line {i:07d}\\n'); sys.stderr.flush(); i += 1\n"
+              "print(i)\n")
+    proc = run([sys.executable, "-c", script], timeout=60)
+    assert proc.returncode == 0
+    assert proc.stderr.splitlines() == [f"line {i:07d}" for i in range(int(proc.stdout))]

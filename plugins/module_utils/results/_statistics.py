@@ -134,6 +134,20 @@ def t_cdf(t: float, df: float) -> float:
     return 1.0 - tail if t >= 0 else tail
 
 
+def _invert(cdf, p: float, lo: float, hi: float, rel_tol: float) -> float:
+    """The x in [lo, hi] with cdf(x) = p, by bisection (cdf increasing): the quantile functions here.
+    Stops when the bracket is narrower than rel_tol * max(1, |hi|), or after 200 halvings."""
+    for _dummy in range(200):
+        mid = (lo + hi) / 2.0
+        if cdf(mid) < p:
+            lo = mid
+        else:
+            hi = mid
+        if hi - lo < rel_tol * max(1.0, abs(hi)):
+            break
+    return (lo + hi) / 2.0
+
+
 def t_quantile(p: float, df: float) -> float:
     """Inverse CDF of Student's t: the t with P(T <= t) = p. Accurate to ~1e-10."""
     if not 0.0 < p < 1.0:
@@ -149,29 +163,14 @@ def t_quantile(p: float, df: float) -> float:
         lo, hi = hi, hi * 2.0
         if hi > 1e12:  # pragma: no cover - p astronomically close to 1
             raise StatsError(f"t quantile out of range for p={p!r}, df={df!r}")
-    for _dummy in range(200):
-        mid = (lo + hi) / 2.0
-        if t_cdf(mid, df) < p:
-            lo = mid
-        else:
-            hi = mid
-        if hi - lo < 1e-12 * max(1.0, hi):
-            break
-    return (lo + hi) / 2.0
+    return _invert(lambda x: t_cdf(x, df), p, lo, hi, rel_tol=1e-12)
 
 
 def normal_quantile(p: float) -> float:
     """Inverse CDF of the standard normal (bisection on math.erf)."""
     if not 0.0 < p < 1.0:
         raise StatsError(f"probability must be in (0, 1), got {p!r}")
-    lo, hi = -40.0, 40.0
-    for _dummy in range(200):
-        mid = (lo + hi) / 2.0
-        if 0.5 * (1.0 + math.erf(mid / math.sqrt(2.0))) < p:
-            lo = mid
-        else:
-            hi = mid
-    return (lo + hi) / 2.0
+    return _invert(lambda x: 0.5 * (1.0 + math.erf(x / math.sqrt(2.0))), p, -40.0, 40.0, rel_tol=0.0)
 
 
 # ----------------------------------------------------------------------- summary
@@ -361,20 +360,6 @@ def min_detectable_effect(stdev: float, n_per_side: int, level: float = 0.95, po
     return (t_quantile(0.5 + level / 2.0, df) + t_quantile(power, df)) * stdev * math.sqrt(2.0 / n_per_side)
 
 
-def _beta_quantile(p: float, a: float, b: float) -> float:
-    """x with I_x(a, b) = p, by bisection (I_x is increasing in x)."""
-    lo, hi = 0.0, 1.0
-    for _dummy in range(200):
-        mid = (lo + hi) / 2.0
-        if _betainc(a, b, mid) < p:
-            lo = mid
-        else:
-            hi = mid
-        if hi - lo < 1e-15:
-            break
-    return (lo + hi) / 2.0
-
-
 def binomial_interval(k: int, n: int, level: float = 0.95) -> tuple[float, float]:
     """Exact (Clopper-Pearson) interval for a rate of k events in n independent trials.
 
@@ -388,6 +373,7 @@ def binomial_interval(k: int, n: int, level: float = 0.95) -> tuple[float, float
     if not 0.0 < level < 1.0:
         raise StatsError(f"level must be in (0, 1), got {level!r}")
     tail = (1.0 - level) / 2.0
-    lower = 0.0 if k == 0 else _beta_quantile(tail, k, n - k + 1)
-    upper = 1.0 if k == n else _beta_quantile(1.0 - tail, k + 1, n - k)
+    # the bounds are quantiles of beta distributions: invert the regularized incomplete beta
+    lower = 0.0 if k == 0 else _invert(lambda x: _betainc(k, n - k + 1, x), tail, 0.0, 1.0, rel_tol=1e-15)
+    upper = 1.0 if k == n else _invert(lambda x: _betainc(k + 1, n - k, x), 1.0 - tail, 0.0, 1.0, rel_tol=1e-15)
     return lower, upper

@@ -5,9 +5,8 @@ Each test cleans up after itself; this checks the sum at the end of the session:
 host's ledger (a test that forgets `ledger_dir` writes there), no namespace, no /run/xdplab or
 /var/lib/xdplab/ledger file that was not there before.
 
-The check is made once, by the controlling process: run with pytest-xdist workers, a worker that
-ends first would see another's namespaces. Without xdist (`make integration`) the one process is
-the controller.
+The tests run one at a time (`make integration`): several share the host's run lock, ledger and
+/run/xdplab, so the listing before the session and the one after compare like with like.
 """
 
 from __future__ import annotations
@@ -28,18 +27,11 @@ def _listing() -> set[str]:
     return found
 
 
-def _controller(config: pytest.Config) -> bool:
-    return not hasattr(config, "workerinput")
-
-
 def pytest_sessionstart(session: pytest.Session) -> None:
-    if _controller(session.config):
-        session.config.stash[LISTING] = _listing()
+    session.config.stash[LISTING] = _listing()
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
-    if not _controller(session.config) or LISTING not in session.config.stash:
-        return
     left = sorted(_listing() - session.config.stash[LISTING])
     if left:
         reporter = session.config.pluginmanager.get_plugin("terminalreporter")

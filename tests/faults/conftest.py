@@ -168,7 +168,11 @@ class Run:
         self.argv = argv
         wait_lock_free()
         self._log = open(log, "w", encoding="utf-8")  # noqa: SIM115 - closed in wait()/kill()
-        env = dict(os.environ, ANSIBLE_NOCOLOR="1", ANSIBLE_FORCE_COLOR="0",
+        # A module SIGKILLed mid-task leaves ansible-core's payload directory (ansible_<module>_payload_*)
+        # in its TMPDIR: each run gets its own, inside the test's temporary directory.
+        tmpdir = log.parent / f"{log.stem}.tmp"
+        tmpdir.mkdir(exist_ok=True)
+        env = dict(os.environ, ANSIBLE_NOCOLOR="1", ANSIBLE_FORCE_COLOR="0", TMPDIR=str(tmpdir),
                    PATH=f"{VENV_BIN}:{os.environ.get('PATH', '')}")
         self.proc = subprocess.Popen(argv, cwd=ROOT, stdout=self._log, stderr=subprocess.STDOUT,  # noqa: S603 - argv list, no shell
                                      env=env, start_new_session=True)

@@ -15,6 +15,13 @@
  * the BPF_PROG_RUN loop until --count or --duration is reached or a
  * SIGINT/SIGTERM arrives; the figures are printed in every case.
  *
+ * Where the kernel refuses live frames (before 5.18, or a kernel that denies
+ * them: EPERM, EINVAL or EOPNOTSUPP on a probe that sends nothing), --mode auto
+ * (the default) sends the same frames from an AF_PACKET socket instead
+ * (PACKET_QDISC_BYPASS, sendmmsg in batches of up to 64, the source port drawn
+ * per frame for --flows), says so on stderr, and names the mode on the summary
+ * line. --mode live fails there; --mode packet always uses the socket.
+ *
  * Packet size (-s) counts the Ethernet header and the payload, NOT the 4-byte
  * FCS: -s 60 is the minimum Ethernet frame (64 bytes on the wire with FCS).
  * bytes = packets * pkt_size; gbps = bytes * 8 / seconds / 1e9 (no FCS,
@@ -22,7 +29,7 @@
  *
  * Output contract (stdout), read by plugins/module_utils/traffic/_output_parsers.py:
  *   xdpgen: thread <i> cpu <c> packets <N> seconds <S> pps <P>      (one per thread)
- *   xdpgen: packets=<N> bytes=<B> seconds=<S> pps=<P> gbps=<G> threads=<T> pkt_size=<Z>
+ *   xdpgen: packets=<N> bytes=<B> seconds=<S> pps=<P> gbps=<G> threads=<T> pkt_size=<Z> mode=<live|packet>
  * Exit codes: 0 success (also after SIGINT/SIGTERM), 1 runtime error,
  * 2 bad command line.
  */
@@ -36,6 +43,7 @@
 #include <linux/bpf.h>
 #include <linux/if_ether.h>
 #include <linux/if_link.h>
+#include <linux/if_packet.h>
 #include <net/if.h>
 #include <pthread.h>
 #include <sched.h>
@@ -53,7 +61,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#define XDPGEN_VERSION "1.0.0"
+#define XDPGEN_VERSION "1.1.0"
 
 #define EXIT_USAGE 2
 #define ETH_HDR_LEN 14
@@ -69,6 +77,13 @@
 #define MAX_BATCH (1U << 24)
 #define KERNEL_BATCH_MAX 256 /* NAPI_POLL_WEIGHT, the kernel's own limit */
 #define SPORT_OFF (ETH_HDR_LEN + IP_HDR_LEN)
+#define PACKET_BATCH 64 /* frames per sendmmsg() in packet mode */
+#ifndef ENOTSUPP
+#define ENOTSUPP 524 /* the kernel's internal "not supported", seen by user space */
+#endif
+
+enum mode { MODE_AUTO, MODE_LIVE, MODE_PACKET };
+static const char *const mode_names[] = { "auto", "live", "packet" };
 
 struct config {
 	const char *dev;
@@ -86,6 +101,7 @@ struct config {
 	unsigned int sport, dport, flows;
 	bool quiet;
 	bool no_pin;
+	enum mode mode;            /* after the probe: MODE_LIVE or MODE_PACKET */
 };
 
 struct worker {
@@ -94,7 +110,7 @@ struct worker {
 	unsigned long long quota; /* packets to send, 0: until stopped */
 	unsigned long long packets;
 	struct timespec start, end;
-	int err;                  /* errno of a failed BPF_PROG_RUN, 0 if none */
+	int err;                  /* errno of a failed BPF_PROG_RUN or send, 0 if none */
 	bool started;
 	bool joined;
 };
@@ -135,12 +151,15 @@ static void usage(FILE *out)
 		"                       (random per packet; default 1)\n"
 		"      --no-pin         do not keep the program in the XDP dispatcher\n"
 		"                       (each BPF_PROG_RUN call then costs ~20 ms extra)\n"
+		"  -m, --mode MODE      auto (default): live frames, or an AF_PACKET socket\n"
+		"                       where the kernel refuses them; live; packet\n"
 		"  -q, --quiet          no informational messages on stderr\n"
 		"  -V, --version        print the version and exit\n"
 		"  -h, --help           print this help and exit\n\n"
 		"Output (stdout), one line per thread then one summary line:\n"
 		"  xdpgen: thread <i> cpu <c> packets <N> seconds <S> pps <P>\n"
 		"  xdpgen: packets=<N> bytes=<B> seconds=<S> pps=<P> gbps=<G> threads=<T> pkt_size=<Z>\n"
+		"          mode=<live|packet> (on the same line)\n"
 		"SIGINT/SIGTERM stop early; the figures so far are still printed.\n"
 		"Exit status: 0 ok, 1 runtime error, 2 bad command line.\n",
 		MIN_PKT_SIZE, MAX_LIVE_FRAME, KERNEL_BATCH_MAX);
@@ -231,6 +250,7 @@ static const struct option long_opts[] = {
 	{ "dport", required_argument, NULL, OPT_DPORT },
 	{ "flows", required_argument, NULL, OPT_FLOWS },
 	{ "no-pin", no_argument, NULL, OPT_NO_PIN },
+	{ "mode", required_argument, NULL, 'm' },
 	{ "quiet", no_argument, NULL, 'q' },
 	{ "version", no_argument, NULL, 'V' },
 	{ "help", no_argument, NULL, 'h' },
@@ -275,7 +295,7 @@ static void parse_args(int argc, char **argv, struct config *c)
 	c->flows = 1;
 
 	opterr = 0;
-	while ((opt = getopt_long(argc, argv, ":i:s:n:d:t:c:b:k:qVh", long_opts, NULL)) != -1) {
+	while ((opt = getopt_long(argc, argv, ":i:s:n:d:t:c:b:k:m:qVh", long_opts, NULL)) != -1) {
 		const char *l = opt_label(opt, label, sizeof(label));
 
 		switch (opt) {
@@ -334,6 +354,16 @@ static void parse_args(int argc, char **argv, struct config *c)
 			break;
 		case OPT_NO_PIN:
 			c->no_pin = true;
+			break;
+		case 'm':
+			if (!strcmp(optarg, "auto"))
+				c->mode = MODE_AUTO;
+			else if (!strcmp(optarg, "live"))
+				c->mode = MODE_LIVE;
+			else if (!strcmp(optarg, "packet"))
+				c->mode = MODE_PACKET;
+			else
+				usage_error("invalid value '%s' for %s: must be auto, live or packet", optarg, l);
 			break;
 		case 'q':
 			c->quiet = true;
@@ -693,6 +723,118 @@ static void *worker_main(void *arg)
 	return NULL;
 }
 
+/*
+ * Whether the kernel runs XDP programs on live frames: one BPF_PROG_RUN of a
+ * program that returns XDP_DROP, so nothing is sent. Returns 0, or the errno
+ * that refused it.
+ */
+static int probe_live(const struct config *c)
+{
+	struct bpf_insn insns[] = { MOV64_IMM(BPF_REG_0, XDP_DROP), EXIT() };
+	struct xdp_md ctx = { .data_end = c->pkt_size, .ingress_ifindex = c->ifindex };
+	LIBBPF_OPTS(bpf_test_run_opts, opts, .data_in = frame, .data_size_in = c->pkt_size,
+		    .ctx_in = &ctx, .ctx_size_in = sizeof(ctx), .repeat = 1,
+		    .flags = BPF_F_TEST_XDP_LIVE_FRAMES);
+	int fd = bpf_prog_load(BPF_PROG_TYPE_XDP, "xdpgen_probe", "GPL", insns, 2, NULL);
+	int err = 0;
+
+	if (fd < 0)
+		return errno;
+	if (bpf_prog_test_run_opts(fd, &opts))
+		err = errno;
+	close(fd);
+	return err;
+}
+
+/*
+ * Packet mode: the same frame from an AF_PACKET socket bound to the interface,
+ * past the qdisc (PACKET_QDISC_BYPASS), PACKET_BATCH frames per sendmmsg().
+ * A frame the device could not take (ENOBUFS, EAGAIN) is not counted and is
+ * sent again.
+ */
+static void *packet_worker_main(void *arg)
+{
+	struct worker *w = arg;
+	static __thread uint8_t frames[PACKET_BATCH][MAX_LIVE_FRAME];
+	struct iovec iov[PACKET_BATCH];
+	struct mmsghdr msgs[PACKET_BATCH];
+	struct sockaddr_ll sll = { .sll_family = AF_PACKET, .sll_ifindex = (int)cfg->ifindex };
+	unsigned int batch = cfg->batch < PACKET_BATCH ? cfg->batch : PACKET_BATCH;
+	uint32_t rnd = 0x9e3779b9u ^ (w->idx + 1) * 0x85ebca6bu;
+	struct timespec now;
+	cpu_set_t set;
+	int one = 1, fd = -1;
+
+	CPU_ZERO(&set);
+	CPU_SET(w->cpu, &set);
+	w->err = pthread_setaffinity_np(pthread_self(), sizeof(set), &set);
+	if (!w->err) {
+		fd = socket(AF_PACKET, SOCK_RAW | SOCK_CLOEXEC, 0);
+		if (fd < 0 || bind(fd, (struct sockaddr *)&sll, sizeof(sll)) ||
+		    setsockopt(fd, SOL_PACKET, PACKET_QDISC_BYPASS, &one, sizeof(one)))
+			w->err = errno;
+	}
+	pthread_barrier_wait(&start_barrier);
+	clock_gettime(CLOCK_MONOTONIC, &w->start);
+	if (w->err) {
+		w->end = w->start;
+		if (fd >= 0)
+			close(fd);
+		return NULL;
+	}
+	memset(msgs, 0, sizeof(msgs));
+	for (unsigned int i = 0; i < batch; i++) {
+		memcpy(frames[i], frame, cfg->pkt_size);
+		iov[i].iov_base = frames[i];
+		iov[i].iov_len = cfg->pkt_size;
+		msgs[i].msg_hdr.msg_iov = &iov[i];
+		msgs[i].msg_hdr.msg_iovlen = 1;
+	}
+	w->started = true;
+	while (!atomic_load_explicit(&stop_flag, memory_order_relaxed)) {
+		unsigned int n = batch;
+		int sent;
+
+		if (w->quota) {
+			unsigned long long left = w->quota - w->packets;
+
+			if (!left)
+				break;
+			if (left < n)
+				n = (unsigned int)left;
+		}
+		if (cfg->flows > 1) {
+			for (unsigned int i = 0; i < n; i++) {
+				uint16_t v;
+
+				rnd ^= rnd << 13;
+				rnd ^= rnd >> 17;
+				rnd ^= rnd << 5;
+				v = htons((uint16_t)(cfg->sport + rnd % cfg->flows));
+				memcpy(frames[i] + SPORT_OFF, &v, 2);
+			}
+		}
+		sent = sendmmsg(fd, msgs, n, 0);
+		if (sent < 0) {
+			if (errno != ENOBUFS && errno != EAGAIN && errno != EINTR) {
+				w->err = errno;
+				break;
+			}
+			sched_yield();
+			sent = 0;
+		}
+		w->packets += (unsigned int)sent;
+		if (!w->quota) {
+			clock_gettime(CLOCK_MONOTONIC, &now);
+			if (past(&now, &deadline))
+				break;
+		}
+	}
+	clock_gettime(CLOCK_MONOTONIC, &w->end);
+	close(fd);
+	return NULL;
+}
+
 /* ------------------------------------------------------------------ */
 
 int main(int argc, char **argv)
@@ -719,8 +861,29 @@ int main(int argc, char **argv)
 		return 1;
 	build_frame(&conf);
 
-	prog_fd = load_prog(&conf);
-	if (prog_fd < 0)
+	if (conf.mode != MODE_PACKET) {
+		int refused = probe_live(&conf);
+
+		if (refused && conf.mode == MODE_LIVE) {
+			fprintf(stderr, "xdpgen: the kernel refuses BPF_PROG_RUN live frames: %s "
+				"(--mode auto would send from an AF_PACKET socket)\n", strerror(refused));
+			return 1;
+		}
+		if (refused && refused != EPERM && refused != EINVAL && refused != EOPNOTSUPP &&
+		    refused != ENOTSUPP) {
+			fprintf(stderr, "xdpgen: probing BPF_PROG_RUN live frames failed: %s\n",
+				strerror(refused));
+			return 1;
+		}
+		if (refused && !conf.quiet)
+			fprintf(stderr, "xdpgen: the kernel refuses BPF_PROG_RUN live frames (%s): "
+				"sending from an AF_PACKET socket instead (mode packet)\n", strerror(refused));
+		conf.mode = refused ? MODE_PACKET : MODE_LIVE;
+	}
+	if (conf.mode == MODE_PACKET)
+		conf.no_pin = true;
+
+	if (conf.mode == MODE_LIVE && (prog_fd = load_prog(&conf)) < 0)
 		return 1;
 
 	if (!conf.no_pin && (err = pin_start())) {
@@ -738,10 +901,12 @@ int main(int argc, char **argv)
 	}
 	if (!conf.quiet)
 		fprintf(stderr, "xdpgen: %s (ifindex %u): %u-byte frames, %u thread(s) from CPU %u, "
-			"%s%llu%s, batch %u\n", conf.dev, conf.ifindex, conf.pkt_size, conf.threads,
+			"%s%llu%s, batch %u, mode %s\n", conf.dev, conf.ifindex, conf.pkt_size, conf.threads,
 			conf.cpu, conf.count ? "count " : "duration ",
 			conf.count ? conf.count : (unsigned long long)(conf.duration * 1000),
-			conf.count ? "" : " ms", conf.batch);
+			conf.count ? "" : " ms",
+			conf.mode == MODE_PACKET && conf.batch > PACKET_BATCH ? PACKET_BATCH : conf.batch,
+			mode_names[conf.mode]);
 
 	pthread_barrier_init(&start_barrier, NULL, conf.threads + 1);
 	clock_gettime(CLOCK_MONOTONIC, &deadline);
@@ -759,7 +924,7 @@ int main(int argc, char **argv)
 		w->cpu = conf.cpu + i;
 		if (conf.count)
 			w->quota = conf.count / conf.threads + (i < conf.count % conf.threads);
-		err = pthread_create(&w->tid, NULL, worker_main, w);
+		err = pthread_create(&w->tid, NULL, conf.mode == MODE_PACKET ? packet_worker_main : worker_main, w);
 		if (err) {
 			fprintf(stderr, "xdpgen: pthread_create: %s\n", strerror(err));
 			return 1;
@@ -797,9 +962,10 @@ int main(int argc, char **argv)
 
 		if (w->err) {
 			fprintf(stderr, "xdpgen: thread %u cpu %u: %s: %s\n", i, w->cpu,
-				w->started ? "BPF_PROG_RUN failed" : "pinning failed",
+				w->started ? (conf.mode == MODE_PACKET ? "sendmmsg failed" : "BPF_PROG_RUN failed")
+					   : (conf.mode == MODE_PACKET ? "pinning or AF_PACKET socket failed" : "pinning failed"),
 				strerror(w->err));
-			if (w->started && w->err == EINVAL)
+			if (w->started && w->err == EINVAL && conf.mode == MODE_LIVE)
 				fprintf(stderr, "xdpgen: (kernel without BPF_F_TEST_XDP_LIVE_FRAMES, "
 					"or a frame size it refuses)\n");
 			rc = 1;
@@ -815,11 +981,12 @@ int main(int argc, char **argv)
 	secs = ts_diff(&first, &last);
 	pps = secs > 0 ? (double)total / secs : 0.0;
 	printf("xdpgen: packets=%llu bytes=%llu seconds=%.6f pps=%.2f gbps=%.4f threads=%u "
-	       "pkt_size=%u\n", total, total * conf.pkt_size, secs, pps,
-	       pps * conf.pkt_size * 8 / 1e9, conf.threads, conf.pkt_size);
+	       "pkt_size=%u mode=%s\n", total, total * conf.pkt_size, secs, pps,
+	       pps * conf.pkt_size * 8 / 1e9, conf.threads, conf.pkt_size, mode_names[conf.mode]);
 	if (!conf.no_pin)
 		pin_stop();
-	close(prog_fd);
+	if (prog_fd >= 0)
+		close(prog_fd);
 	free(workers);
 	return rc;
 }

@@ -83,3 +83,14 @@ def test_xdpgen_real_captures(path):
     assert r["pps"] > 0
     assert r["bytes"] == r["packets"] * r["pkt_size"]
     assert len(r["per_thread"]) == r["threads"]
+
+
+def test_xdpgen_mode():
+    """mode=packet: the kernel refused live frames and xdpgen sent from an AF_PACKET socket. Output
+    without a mode (xdpgen before 1.1) is live frames, the only mode it had."""
+    packet = parse("xdpgen", (FIXTURES / "xdpgen_packet_mode_2threads_128b_flows16.txt").read_text())
+    assert packet["mode"] == "packet" and packet["packets"] == 1562752
+    assert parse("xdpgen", TWO_THREADS.replace("pkt_size=64", "pkt_size=64 mode=live"))["mode"] == "live"
+    assert parse("xdpgen", TWO_THREADS)["mode"] == "live"
+    with pytest.raises(ParseError, match="no summary line"):
+        parse("xdpgen", TWO_THREADS.replace("pkt_size=64", "pkt_size=64 mode=bogus"))

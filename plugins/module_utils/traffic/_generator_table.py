@@ -79,7 +79,8 @@ _XSKGEN_KEYS = (*_XSK_KEYS, "bind_mode", "mode_note")
 
 
 GENERATORS: dict[str, Generator] = {g.name: g for g in (
-    Generator("xdpgen", xdpgen_argv, "xdpgen", ("bytes", "gbps", "threads", "pkt_size")),
+    # mode: live frames, or packet (an AF_PACKET socket where the kernel refuses them).
+    Generator("xdpgen", xdpgen_argv, "xdpgen", ("bytes", "gbps", "threads", "pkt_size", "mode")),
     Generator("trafgen", lambda p: trafgen_argv(p, CONFIG), "trafgen", ("bytes", "pkt_size", "pps_basis"),
               config=trafgen_config),
     Generator("xskgen", xskgen_argv, "xskgen", _XSKGEN_KEYS),

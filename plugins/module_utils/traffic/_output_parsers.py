@@ -50,14 +50,16 @@ def _rate(tool: str, name: str, value: float) -> float:
 # --------------------------------------------------------------------- xdpgen
 # Contract (files/xdpgen, docs/generators.md):
 #   xdpgen: thread <i> cpu <c> packets <N> seconds <S> pps <P>        (one per thread)
-#   xdpgen: packets=<N> bytes=<B> seconds=<S> pps=<P> gbps=<G> threads=<T> pkt_size=<Z>
+#   xdpgen: packets=<N> bytes=<B> seconds=<S> pps=<P> gbps=<G> threads=<T> pkt_size=<Z> mode=<M>
+# mode: live (BPF_PROG_RUN live frames) or packet (an AF_PACKET socket, where the kernel refuses live
+# frames); absent from the output of xdpgen before 1.1, which had live frames only.
 _XDPGEN_THREAD = re.compile(
     rf"^xdpgen: thread (?P<thread>\d+) cpu (?P<cpu>-?\d+) packets (?P<packets>\d+) "
     rf"seconds (?P<seconds>{_NUM}) pps (?P<pps>{_NUM})\s*$", re.M)
 _XDPGEN_SUMMARY = re.compile(
     rf"^xdpgen: packets=(?P<packets>\d+) bytes=(?P<bytes>\d+) seconds=(?P<seconds>{_NUM}) "
     rf"pps=(?P<pps>{_NUM}) gbps=(?P<gbps>{_NUM}) threads=(?P<threads>\d+) "
-    rf"pkt_size=(?P<pkt_size>\d+)\s*$", re.M)
+    rf"pkt_size=(?P<pkt_size>\d+)(?: mode=(?P<mode>live|packet))?\s*$", re.M)
 
 
 def parse_xdpgen(output: str) -> dict:
@@ -85,6 +87,7 @@ def parse_xdpgen(output: str) -> dict:
         "gbps": float(s["gbps"]),
         "threads": int(s["threads"]),
         "pkt_size": int(s["pkt_size"]),
+        "mode": s["mode"] or "live",
         "per_thread": per_thread,
     }
     if len(per_thread) != result["threads"]:

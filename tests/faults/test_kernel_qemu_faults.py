@@ -26,6 +26,8 @@ pytestmark = pytest.mark.root
 KERNEL_WORK = Path("/var/cache/xdplab/kernel")
 KERNEL_STATE = Path("/var/lib/xdplab/kernel")
 LEDGER = Path("/var/lib/xdplab/ledger")
+# The guests' run directory (qemu_exec rundir): their QEMU command lines name it.
+RUNDIR = Path(f"/var/lib/xdplab/qemu/faults-{os.getpid()}")
 GUEST_KERNEL = Path(os.environ.get("XDPLAB_GUEST_KERNEL", KERNEL_STATE / "baseline" / "bzImage"))
 FAULT_VARIANT = "xdplabfault"
 # The variables molecule/kernel built its baseline with, read from its converge.yml: the same inputs must
@@ -55,7 +57,8 @@ def run(tmp: Path, name: str, **kw) -> Run:
 
 
 def qemu_pids() -> dict[int, str]:
-    """Live qemu-system processes and their command lines."""
+    """Live qemu-system processes of these tests (their command lines name RUNDIR) and their command lines.
+    Other guests are not theirs: `make test` runs the lab in a box (molecule/vmlab) beside them."""
     out = {}
     for entry in os.listdir("/proc"):
         if not entry.isdigit():
@@ -65,7 +68,8 @@ def qemu_pids() -> dict[int, str]:
                 argv = fh.read().split(b"\0")
         except (FileNotFoundError, ProcessLookupError):
             continue
-        if argv and os.path.basename(argv[0]).startswith(b"qemu-system") and alive(int(entry)):
+        ours = any(str(RUNDIR).encode() in arg for arg in argv)
+        if argv and os.path.basename(argv[0]).startswith(b"qemu-system") and ours and alive(int(entry)):
             out[int(entry)] = b" ".join(argv).decode(errors="replace")
     return out
 
@@ -124,7 +128,7 @@ def guest_kernel():
 
 @pytest.fixture
 def rundir():
-    path = Path(f"/var/lib/xdplab/qemu/faults-{os.getpid()}")
+    path = RUNDIR
     path.mkdir(parents=True, exist_ok=True)
     yield path
     shutil.rmtree(path, ignore_errors=True)

@@ -6,17 +6,29 @@ host's ledger (a test that forgets `ledger_dir` writes there), no namespace, no 
 /var/lib/xdplab/ledger file that was not there before.
 
 The tests run one at a time (`make integration`): several share the host's run lock, ledger and
-/run/xdplab, so the listing before the session and the one after compare like with like.
+/run/xdplab, so the listing before the session and the one after compare like with like. The lab in a
+box (inventories/vmlab), which `make test` runs beside them, is not theirs: its namespace and run
+directory come and go with it, and molecule/vmlab's destroy checks that nothing of it is left.
 """
 
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 import pytest
+import yaml
 
 WATCHED = ("/var/lib/xdplab/ledger", "/run/netns", "/run/xdplab")
 LISTING = pytest.StashKey[set]()
+_VMLAB = Path(__file__).resolve().parents[2] / "roles" / "vmlab"
+
+
+def _lab_paths() -> tuple[str, ...]:
+    """The lab in a box's namespace and run directory, as its role names them."""
+    defaults = yaml.safe_load((_VMLAB / "defaults" / "main.yml").read_text())
+    private = yaml.safe_load((_VMLAB / "vars" / "main.yml").read_text())
+    return (f"/run/netns/{defaults['vmlab_netns']}", private["__vmlab_run_dir"])
 
 
 def _listing() -> set[str]:
@@ -24,7 +36,8 @@ def _listing() -> set[str]:
     for top in WATCHED:
         for dirpath, dirnames, filenames in os.walk(top):
             found.update(os.path.join(dirpath, n) for n in dirnames + filenames)
-    return found
+    lab = _lab_paths()
+    return {path for path in found if not any(path == top or path.startswith(top + "/") for top in lab)}
 
 
 def pytest_sessionstart(session: pytest.Session) -> None:

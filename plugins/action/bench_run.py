@@ -304,6 +304,13 @@ class ActionModule(ActionBase):
             warnings.append(f"repetition(s) {', '.join(map(str, short))} of {len(reps_out)}: burst shorter than "
                             "3 interior sampling intervals, kept out of the samples (its rate would include "
                             "idle time); lengthen the duration")
+        # xdpgen's socket path (a kernel that refuses live frames) is another measurement than live frames:
+        # named in the params, so its records pair only with records of the same mode, and in a warning.
+        xdpgen_modes = sorted({(r.get("gen_figures") or {}).get("mode") for r in reps_out} - {None, "live"})
+        if tool == "xdpgen" and xdpgen_modes:
+            warnings.append("xdpgen sent from an AF_PACKET socket: the generator's kernel refuses BPF_PROG_RUN "
+                            "live frames; the rate is not that of live frames, and the record pairs only with "
+                            "records of the same xdpgen mode")
         earlier = (sample or {}).get("earlier_traffic")
         if earlier:
             warnings.append(f"{earlier['packets']} packets of earlier traffic reached the DUT in the first "
@@ -319,6 +326,8 @@ class ActionModule(ActionBase):
         # MAC addresses are plumbing, new with every test bed: kept out of params, which match records.
         record_params = {k: v for k, v in params.items() if k not in PLUMBING}
         record_params.update(args.get("record_params") or {}, sample=how)
+        if tool == "xdpgen" and xdpgen_modes:
+            record_params["xdpgen_mode"] = "+".join(xdpgen_modes)
         if args.get("server"):  # records of different receivers must not match each other
             record_params.setdefault("server", args["server"]["tool"])
         try:

@@ -184,7 +184,8 @@ def main() -> None:
             module.fail_json(msg=str(exc))
         requested.update(extra)
 
-        scratch = tempfile.mkdtemp(prefix="xdplab-kconfig-")
+        # The build user works in it: in /tmp, not under the caller's TMPDIR (often private to root).
+        scratch = tempfile.mkdtemp(prefix="xdplab-kconfig-", dir="/tmp" if as_user else None)  # noqa: S108
 
         def give(path: str) -> None:
             """The fetched source's make and scripts run as the build user: its files are the user's."""

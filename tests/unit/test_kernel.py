@@ -150,7 +150,7 @@ def test_the_build_user_is_dropped_to_by_number_and_never_root():
     )
     users = {"xdplab-build": SimpleNamespace(pw_uid=998, pw_gid=997), "toor": SimpleNamespace(pw_uid=0, pw_gid=0)}
     assert drop_privileges_argv("xdplab-build", "/usr/bin/setpriv", users.__getitem__) == [
-        "/usr/bin/setpriv", "--reuid=998", "--regid=997", "--init-groups", "--no-new-privs"]
+        "/usr/bin/setpriv", "--reuid=998", "--regid=997", "--init-groups", "--no-new-privs", "env", "-u", "TMPDIR"]
     assert drop_privileges_argv("", getpwnam=users.__getitem__) == []
     assert drop_privileges_argv(None, getpwnam=users.__getitem__) == []
     with pytest.raises(KernelError, match="'toor' is root"):

@@ -408,9 +408,11 @@ def drop_privileges_argv(user: str | None, setpriv: str = "setpriv",
                          getpwnam: Callable[[str], Any] | None = None) -> list[str]:
     """The argv prefix that runs a command of the fetched source (make, merge_config.sh, patch) as the
     unprivileged build user instead of root: util-linux setpriv with the user's numeric uid, gid and
-    groups, and no_new_privs (no setuid binary regains root). Empty for no user (build as the caller).
+    groups, and no_new_privs (no setuid binary regains root). The caller's TMPDIR stays behind (env -u):
+    it is the caller's own, often private to root, and patch and gcc as the build user would fail to
+    create their temporary files there; they take /tmp. Empty for no user (build as the caller).
     KernelError naming the user when it does not exist or is root."""
     if not user:
         return []
     uid, gid = build_identity(user, getpwnam)
-    return [setpriv, f"--reuid={uid}", f"--regid={gid}", "--init-groups", "--no-new-privs"]
+    return [setpriv, f"--reuid={uid}", f"--regid={gid}", "--init-groups", "--no-new-privs", "env", "-u", "TMPDIR"]

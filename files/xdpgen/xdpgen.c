@@ -749,8 +749,9 @@ static int probe_live(const struct config *c)
 /*
  * Packet mode: the same frame from an AF_PACKET socket bound to the interface,
  * past the qdisc (PACKET_QDISC_BYPASS), PACKET_BATCH frames per sendmmsg().
- * A frame the device could not take (ENOBUFS, EAGAIN) is not counted and is
- * sent again.
+ * A frame the device could not take (ENOBUFS), or that the full send buffer
+ * could not hold (EAGAIN: non-blocking, so the deadline is kept), is not
+ * counted and is sent again.
  */
 static void *packet_worker_main(void *arg)
 {
@@ -814,7 +815,9 @@ static void *packet_worker_main(void *arg)
 				memcpy(frames[i] + SPORT_OFF, &v, 2);
 			}
 		}
-		sent = sendmmsg(fd, msgs, n, 0);
+		/* MSG_DONTWAIT: a socket whose send buffer is full (the receiver has not
+		 * consumed the frames yet) must not block past the deadline. */
+		sent = sendmmsg(fd, msgs, n, MSG_DONTWAIT);
 		if (sent < 0) {
 			if (errno != ENOBUFS && errno != EAGAIN && errno != EINTR) {
 				w->err = errno;

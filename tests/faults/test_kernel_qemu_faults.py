@@ -58,7 +58,7 @@ def run(tmp: Path, name: str, **kw) -> Run:
 
 def qemu_pids() -> dict[int, str]:
     """Live qemu-system processes of these tests (their command lines name RUNDIR) and their command lines.
-    Other guests are not theirs: `make test` runs the lab in a box (molecule/vmlab) beside them."""
+    Other guests are not theirs: the lab in a box (molecule/vmlab) may run beside them."""
     out = {}
     for entry in os.listdir("/proc"):
         if not entry.isdigit():

@@ -7,7 +7,7 @@ host's ledger (a test that forgets `ledger_dir` writes there), no namespace, no 
 
 The tests run one at a time (`make integration`): several share the host's run lock, ledger and
 /run/xdplab, so the listing before the session and the one after compare like with like. The lab in a
-box (inventories/vmlab), which `make test` runs beside them, is not theirs: its namespace and run
+box (inventories/vmlab), which may run beside them, is not theirs: its namespace and run
 directory come and go with it, and molecule/vmlab's destroy checks that nothing of it is left.
 """
 

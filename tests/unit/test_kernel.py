@@ -159,6 +159,24 @@ def test_the_build_user_is_dropped_to_by_number_and_never_root():
         drop_privileges_argv("nobody-here", getpwnam=users.__getitem__)
 
 
+def test_the_role_drops_to_the_build_user_with_the_modules_prefix():
+    # The kernel role's make runs through the as_build_user filter: the modules' prefix, with the user
+    # named (setpriv resolves it on the build host, where the filter cannot look).
+    from ansible.errors import AnsibleFilterError
+    from ansible_collections.xdplab.testbed.plugins.filter.as_build_user import as_build_user
+    from ansible_collections.xdplab.testbed.plugins.module_utils.kernel._build_logic import drop_privileges_argv
+
+    by_number = drop_privileges_argv("b", getpwnam=lambda _: type("pw", (), {"pw_uid": 5, "pw_gid": 6}))
+    by_name = as_build_user("xdplab-build")
+    assert by_name[:3] == ["setpriv", "--reuid=xdplab-build", "--regid=xdplab-build"]
+    assert by_name[3:] == by_number[3:] and by_number[1:3] == ["--reuid=5", "--regid=6"]
+    assert as_build_user("") == []
+    with pytest.raises(AnsibleFilterError, match="got None"):
+        as_build_user(None)
+    role_vars = yaml.safe_load((Path(__file__).parents[2] / "roles" / "kernel" / "vars" / "main.yml").read_text())
+    assert "xdplab.testbed.as_build_user" in role_vars["__kernel_as_user"]
+
+
 def test_every_kernel_build_shares_the_lab_guest_kernels_source_and_config():
     # One cold compile on a fresh machine: the kernel role's defaults, molecule/kernel and the vmlab guest
     # kernel build the same source with the same fragments, so all but the first are ccache hits. The lab

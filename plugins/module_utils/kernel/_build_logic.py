@@ -415,4 +415,14 @@ def drop_privileges_argv(user: str | None, setpriv: str = "setpriv",
     if not user:
         return []
     uid, gid = build_identity(user, getpwnam)
-    return [setpriv, f"--reuid={uid}", f"--regid={gid}", "--init-groups", "--no-new-privs", "env", "-u", "TMPDIR"]
+    return setpriv_argv(str(uid), str(gid), setpriv)
+
+
+def setpriv_argv(reuid: str, regid: str, setpriv: str = "setpriv") -> list[str]:
+    """The one spelling of the build user's argv prefix (see drop_privileges_argv), for a uid and gid
+    given as numbers or names: the modules resolve the user on the host they run on and pass numbers;
+    the kernel role (the as_build_user filter, evaluated on the controller) passes the name, which
+    setpriv resolves on the build host. Empty for an empty user."""
+    if not reuid:
+        return []
+    return [setpriv, f"--reuid={reuid}", f"--regid={regid}", "--init-groups", "--no-new-privs", "env", "-u", "TMPDIR"]

@@ -10,11 +10,11 @@ export LC_ALL := C.UTF-8
 # The guest kernel the QEMU runner tests boot: built by the kernel role (molecule/kernel) unless given.
 GUEST_KERNEL ?= /var/lib/xdplab/kernel/baseline/bzImage
 
-.PHONY: help deps deps-apt deps-test venv venv-test collection bench test unit integration qemu qemu-shared qemu-quiet faults lint sanity molecule bench-perf build clean vmlab vmlab-up vmlab-down vmlab-test vmlab-faults vmlab-disk-test
+.PHONY: help deps deps-apt deps-test venv venv-test collection bench test unit integration qemu faults lint sanity molecule bench-perf build clean vmlab vmlab-up vmlab-down vmlab-test vmlab-faults vmlab-disk-test
 
 help:
 	@echo "make bench       install everything, run bench.yml on the virtual test bed"
-	@echo "make test        install test deps, run unit, lint, sanity, molecule (with the lab in a box), integration, qemu and faults"
+	@echo "make test        install test deps, run unit, lint, sanity, molecule, integration, qemu and faults"
 	@echo "make bench-perf  generator and harness-overhead benchmark (prints figures)"
 	@echo "make build       ansible-galaxy collection build"
 	@echo "make vmlab       the lab in a box: guests up, smoke check over ssh, guests down"
@@ -64,27 +64,12 @@ deps-test: deps-apt venv-test collection
 bench: deps
 	$(BIN)/ansible-playbook bench.yml $(BENCH_ARGS)
 
-# Order matters: molecule/kernel builds the guest kernel that the integration, qemu and fault tests boot,
-# and the compile that the lab's guest kernel reuses through ccache. Then two lanes at once, one per core
-# (each is mostly one process at a time, waiting on an emulated guest or on a namespace): the host lane
-# runs the other molecule scenarios, integration, qemu and faults; the lab lane runs molecule/vmlab (the
-# lab in a box, with its own lock, ledger, namespace and QEMU names). The lab lane's output goes to LAB_LOG
-# and is printed once both lanes are done; an interrupt stops both. Last, alone on a quiet machine, the
-# tests that measure an effect's size (marker quiet_host: the A/B loop's known effect), which the lab's
-# emulated guests' load would drown.
-LAB_LOG := build/logs/molecule-vmlab.log
+# Order matters: molecule/kernel builds the guest kernel that the integration, qemu and fault tests boot.
+# molecule/vmlab (the lab in a box) is not in it: beside the host tests its emulated guests' load took the
+# A/B known-effect test (tests/qemu) below its effect, and after them it would take the run past 45 minutes.
+# `make vmlab-test` runs it.
 test: deps-test
-	$(MAKE) --no-print-directory unit lint sanity molecule-kernel
-	@mkdir -p $(dir $(LAB_LOG)); set -m; \
-	$(MAKE) --no-print-directory molecule-vmlab > $(LAB_LOG) 2>&1 & lab=$$!; \
-	trap 'kill -TERM -- -$$lab 2>/dev/null; exit 130' INT TERM; \
-	echo "lab lane: molecule/vmlab runs beside the host lane, output in $(LAB_LOG) (printed at the end)"; \
-	rc=0; $(MAKE) --no-print-directory molecule-default molecule-tuning integration qemu-shared faults || rc=$$?; \
-	lab_rc=0; wait $$lab || lab_rc=$$?; \
-	echo "=== lab lane: molecule/vmlab, exit status $$lab_rc ($(LAB_LOG)) ==="; cat $(LAB_LOG); \
-	echo "=== host lane exit status $$rc, lab lane exit status $$lab_rc ==="; \
-	[ $$rc = 0 ] && [ $$lab_rc = 0 ]
-	$(MAKE) --no-print-directory qemu-quiet
+	$(MAKE) --no-print-directory unit lint sanity molecule integration qemu faults
 
 unit:
 	$(BIN)/pytest -q tests/unit
@@ -92,18 +77,9 @@ unit:
 integration:
 	XDPLAB_GUEST_KERNEL=$(GUEST_KERNEL) $(BIN)/pytest -q --durations=15 tests/integration
 
-# Host-side tests that boot the guest kernel under QEMU and run tests/qemu/test_* inside it. qemu-shared
-# runs those that hold on a busy machine, qemu-quiet those that need it quiet (marker quiet_host).
-QEMU_PYTEST := XDPLAB_GUEST_KERNEL=$(GUEST_KERNEL) $(BIN)/pytest -q -p no:cacheprovider --durations=10 \
-	$(wildcard tests/qemu/test_*_runner.py)
+# Host-side tests that boot the guest kernel under QEMU and run tests/qemu/test_* inside it.
 qemu:
-	$(QEMU_PYTEST)
-
-qemu-shared:
-	$(QEMU_PYTEST) -m 'not quiet_host'
-
-qemu-quiet:
-	$(QEMU_PYTEST) -m quiet_host
+	XDPLAB_GUEST_KERNEL=$(GUEST_KERNEL) $(BIN)/pytest -q -p no:cacheprovider $(wildcard tests/qemu/test_*_runner.py)
 
 # Fault injection on real bench.yml runs (tests/faults): nothing lost, nothing left behind.
 faults:
@@ -134,8 +110,8 @@ sanity: venv-test
 	    | tar --null -T - -cf - | tar -xf - -C $(SANITY_TREE)
 	cd $(SANITY_TREE) && git init -q && git add -A && $(CURDIR)/$(BIN)/ansible-test sanity --venv --python $(SANITY_PYTHON) --color no $(SANITY_ARGS)
 
-# The scenarios on this machine; `make test` runs them and, in its lab lane, molecule/vmlab (guests under
-# emulation, also `make vmlab-test`). `make molecule-<scenario>` runs one.
+# The scenarios `make test` runs; molecule/vmlab (guests under emulation) runs with `make vmlab-test`.
+# `make molecule-<scenario>` runs one.
 MOLECULE_SCENARIOS := default kernel tuning
 molecule:
 	cd $(CURDIR) && for s in $(MOLECULE_SCENARIOS); do $(BIN)/molecule test -s $$s || exit 1; done

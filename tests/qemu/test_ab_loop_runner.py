@@ -136,7 +136,6 @@ def test_null_series_is_cached_not_significant_and_resumes(tmp_path, mbox_url):
     assert (run / "boot-01-baseline").stat().st_ino == kept and (run / "boot-04-baseline").is_dir()
 
 
-@pytest.mark.quiet_host
 def test_known_effect_found_with_its_sign_and_size(tmp_path):
     proc = ab(tmp_path, ab_baseline_name="wait0", ab_candidate_name="wait4000", ab_boots=3, ab_repetitions=3,
               ab_duration=2, ab_baseline_series=[{"path": str(p)} for p in sorted((KNOWN / "control").glob("*.patch"))],

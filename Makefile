@@ -145,9 +145,11 @@ vmlab-faults: deps-test
 
 # The kernel role's real install path (tests/vmlab_disk): the lab's DUT boots GRUB from its own disk; kernels
 # built on the controller are installed, booted once with grub-reboot and verified; a kernel that panics
-# comes back on the default entry. The lab is brought up for it and always taken down again.
+# comes back on the default entry; the loop's sweeps run between the guests, so the targets' prerequisites
+# (pyroute2) go in first. The lab is brought up for it and always taken down again.
 vmlab-disk-test: deps-test
 	@rc=0; $(BIN)/ansible-playbook $(VMLAB_INV) playbooks/vmlab_up.yml -e vmlab_dut_boot=disk $(VMLAB_ARGS) \
+	  && $(BIN)/ansible-playbook $(VMLAB_INV) playbooks/prereqs.yml $(VMLAB_ARGS) \
 	  && $(BIN)/pytest -q tests/vmlab_disk || rc=1; \
 	$(BIN)/ansible-playbook $(VMLAB_INV) playbooks/vmlab_down.yml $(VMLAB_ARGS) || rc=1; \
 	exit $$rc

@@ -200,11 +200,15 @@ def test_the_loop_on_the_dut_finds_the_known_effect_and_leaves_the_default(dut, 
 
 def test_the_loop_runs_the_sweeps_between_the_hosts_after_every_boot(dut, tmp_path):
     """playbooks/ab.yml with ab_sweeps: after every boot of the DUT, the xdp_flow sweep runs from the
-    generator over the lab's igb link; each record names its boot and, in its environment, the kernel it
-    ran on (its variant is the datapath), and each datapath is a row of the cover letter with n = 2 boots
+    generator over the lab's igb link, over the datapaths the lab's inventory asks for (Open vSwitch's
+    kernel datapath among them); each record names its boot and, in its environment, the kernel it ran
+    on (its variant is the datapath), and each datapath is a row of the cover letter with n = 2 boots
     per kernel. The kernels are the previous test's (cached: nothing compiles). Nothing of the sweep is
-    left on the DUT."""
+    left on the DUT, no Open vSwitch datapath either."""
     known = ROOT / "files" / "patches" / "known-effect"
+    inventory = yaml.safe_load((ROOT / "inventories" / "vmlab" / "group_vars" / "all.yml").read_text())
+    datapaths = set(inventory["scenarios_xdp_flow_variants"])
+    assert {"xdp_flow", "ovs"} <= datapaths, datapaths
     evars = {"ab_dut": "vmdut", "kernel_reboot_ok": True, "kernel_qemu_verify_enabled": False,
              "ab_baseline_name": "lab-control", "ab_candidate_name": "lab-effect", "ab_boots": 2,
              "ab_repetitions": 1, "ab_duration": 2, "xdplab_results_root": str(tmp_path / "results"),
@@ -223,7 +227,7 @@ def test_the_loop_runs_the_sweeps_between_the_hosts_after_every_boot(dut, tmp_pa
     for boot in boots:
         kernel = boot.split("-", 2)[2]
         recs = {r["variant"]: r for r in (json.loads(p.read_text()) for p in (run / boot).glob("*.json"))}
-        assert set(recs) == {"xdp_flow", "tc_bpf", "nft"}, sorted(recs)
+        assert set(recs) == datapaths, sorted(recs)
         for rec in recs.values():
             assert rec["scenario"] == "xdp_flow" and rec["replicate"] == {"level": "boot", "id": boot[5:]}
             assert rec["environment"]["kernel_variant"] == kernel
@@ -232,7 +236,7 @@ def test_the_loop_runs_the_sweeps_between_the_hosts_after_every_boot(dut, tmp_pa
         assert not (run / boot / "INCOMPLETE").exists() and not (run / boot / "report.txt").exists()
     analysis = yaml.safe_load((run / "ab-analysis.yml").read_text())
     rows = {r["params"]["variant"]: r for r in analysis["rows"]}
-    assert set(rows) == {"xdp_flow", "tc_bpf", "nft"}
+    assert set(rows) == datapaths
     for row in rows.values():
         assert (row["baseline"]["n"], row["candidate"]["n"]) == (2, 2), row
         assert row["boots"] == {"baseline": ["01-lab-control", "04-lab-control"],
@@ -242,3 +246,4 @@ def test_the_loop_runs_the_sweeps_between_the_hosts_after_every_boot(dut, tmp_pa
     # the sweep's hooks, XDP program and addresses are gone from the DUT's port
     left = ssh("ip -j addr show dev igb0; ip -j link show dev igb0; nft list tables; tc filter show dev igb0 ingress")
     assert "198.18.0.2" not in left and '"xdp"' not in left and "xdplab_scenarios" not in left, left
+    assert ssh("ovs-dpctl dump-dps").strip() == "", "an Open vSwitch datapath is left on the DUT"

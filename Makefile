@@ -126,6 +126,12 @@ bench-perf: deps
 # brings them up (building the guest kernel and root image when missing), installs the targets'
 # prerequisites, checks them over ssh, and always takes them down again.
 VMLAB_INV := -i inventories/vmlab
+# $(call lab_run,<vmlab_up.yml arguments>,<&& command run with the lab up>): the lab up, the targets'
+# prerequisites (pyroute2), the command; the lab always taken down again, the status of the whole.
+lab_run = rc=0; $(BIN)/ansible-playbook $(VMLAB_INV) playbooks/vmlab_up.yml $(1) $(VMLAB_ARGS) \
+	  && $(BIN)/ansible-playbook $(VMLAB_INV) playbooks/prereqs.yml $(VMLAB_ARGS) $(2) || rc=1; \
+	$(BIN)/ansible-playbook $(VMLAB_INV) playbooks/vmlab_down.yml $(VMLAB_ARGS) || rc=1; \
+	exit $$rc
 vmlab-up: deps
 	$(BIN)/ansible-playbook $(VMLAB_INV) playbooks/vmlab_up.yml $(VMLAB_ARGS)
 
@@ -137,31 +143,20 @@ vmlab-test: deps-test
 # A run SIGKILLed on the lab's real drivers, then teardown (tests/vmlab): the lab is brought up for it
 # and always taken down again.
 vmlab-faults: deps-test
-	@rc=0; $(BIN)/ansible-playbook $(VMLAB_INV) playbooks/vmlab_up.yml $(VMLAB_ARGS) \
-	  && $(BIN)/ansible-playbook $(VMLAB_INV) playbooks/prereqs.yml $(VMLAB_ARGS) \
-	  && $(BIN)/pytest -q tests/vmlab || rc=1; \
-	$(BIN)/ansible-playbook $(VMLAB_INV) playbooks/vmlab_down.yml $(VMLAB_ARGS) || rc=1; \
-	exit $$rc
+	@$(call lab_run,,&& $(BIN)/pytest -q tests/vmlab)
 
 # The kernel role's real install path (tests/vmlab_disk): the lab's DUT boots GRUB from its own disk; kernels
 # built on the controller are installed, booted once with grub-reboot and verified; a kernel that panics
 # comes back on the default entry; the loop's sweeps run between the guests, so the targets' prerequisites
 # (pyroute2) go in first. The lab is brought up for it and always taken down again.
 vmlab-disk-test: deps-test
-	@rc=0; $(BIN)/ansible-playbook $(VMLAB_INV) playbooks/vmlab_up.yml -e vmlab_dut_boot=disk $(VMLAB_ARGS) \
-	  && $(BIN)/ansible-playbook $(VMLAB_INV) playbooks/prereqs.yml $(VMLAB_ARGS) \
-	  && $(BIN)/pytest -q tests/vmlab_disk || rc=1; \
-	$(BIN)/ansible-playbook $(VMLAB_INV) playbooks/vmlab_down.yml $(VMLAB_ARGS) || rc=1; \
-	exit $$rc
+	@$(call lab_run,-e vmlab_dut_boot=disk,&& $(BIN)/pytest -q tests/vmlab_disk)
 
 vmlab-down: deps
 	$(BIN)/ansible-playbook $(VMLAB_INV) playbooks/vmlab_down.yml $(VMLAB_ARGS)
 
 vmlab: deps
-	@rc=0; $(BIN)/ansible-playbook $(VMLAB_INV) playbooks/vmlab_up.yml $(VMLAB_ARGS) \
-	  && $(BIN)/ansible-playbook $(VMLAB_INV) playbooks/prereqs.yml $(VMLAB_ARGS) || rc=1; \
-	$(BIN)/ansible-playbook $(VMLAB_INV) playbooks/vmlab_down.yml $(VMLAB_ARGS) || rc=1; \
-	exit $$rc
+	@$(call lab_run,,)
 
 build: venv
 	$(BIN)/ansible-galaxy collection build --force --output-path build/

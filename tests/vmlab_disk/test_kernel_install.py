@@ -244,7 +244,8 @@ def test_the_loop_runs_the_sweeps_between_the_hosts_after_every_boot(dut, tmp_pa
         assert row["boots"] == {"baseline": ["01-lab-control", "04-lab-control"],
                                 "candidate": ["02-lab-effect", "03-lab-effect"]}
     letter = (run / "cover-letter.txt").read_text()
-    assert all(f"variant={v}" in letter for v in rows), letter
+    # a datapath's row is named scenario/variant (the renderer's names for rows of one scenario)
+    assert all(f"xdp_flow/{v}" in letter for v in rows), letter
     # the sweep's hooks, XDP program and addresses are gone from the DUT's port
     left = ssh("ip -j addr show dev igb0; ip -j link show dev igb0; nft list tables; tc filter show dev igb0 ingress")
     assert "198.18.0.2" not in left and '"xdp"' not in left and "xdplab_scenarios" not in left, left

@@ -43,21 +43,25 @@ options:
     type: path
     default: /var/lib/xdplab/ledger
   kind:
-    description: Kind of object, with O(state=recorded) or O(state=absent).
+    description:
+      - Kind of object, with O(state=recorded) or O(state=absent). One of the kinds of the ledger's table,
+        one row per kind in C(plugins/module_utils/state/_kinds.py) - C(netns), C(xdp), C(tc), C(nft), C(ovs),
+        C(neigh), C(addr), C(tuning), C(qemu), C(process) and any kind added there; another value is refused,
+        naming it.
     type: str
-    choices: [netns, xdp, tc, nft, ovs, neigh, addr, tuning, qemu, process]
   key:
     description:
-      - What identifies the object. C(netns) C(name); C(xdp) and C(tc) C(interface); C(nft) C(family) and
-        C(table); C(ovs) C(datapath) (packet_hook's Open vSwitch datapath, deleted with its ports and flows);
-        C(neigh) C(interface) and C(address) (the neighbour module's, with the entry found in place as
-        C(previous)); C(addr) C(interface) and C(address) (the interface_address module's, an
-        address with its prefix length, with C(set_up) if the module brought the interface up); C(tuning)
-        C(state_file); C(qemu) C(pid) and C(cmdline_sha256) (sha256 of its
-        NUL-separated C(/proc/PID/cmdline), so a reused pid is never killed), optionally C(owner) and
-        C(owner_start) (pid and start time of the process running it; while it lives the entry is kept);
-        C(process) C(pid), C(start) and C(boot_id) (a background process of C(bench_server) or C(pktgen),
-        stopped only while that pid still has that start time in that boot).
+      - What identifies the object, the fields its kind's row names, each checked by that row. C(netns)
+        C(name); C(xdp) and C(tc) C(interface); C(nft) C(family) and C(table); C(ovs) C(datapath)
+        (packet_hook's Open vSwitch datapath, deleted with its ports and flows); C(neigh) C(interface) and
+        C(address) (the neighbour module's, with the entry found in place as C(previous)); C(addr)
+        C(interface) and C(address) (the interface_address module's, an address with its prefix length,
+        with C(set_up) if the module brought the interface up); C(tuning) C(state_file); C(qemu) C(pid)
+        and C(cmdline_sha256) (sha256 of its NUL-separated C(/proc/PID/cmdline), so a reused pid is never
+        killed), optionally C(owner) and C(owner_start) (pid and start time of the process running it;
+        while it lives the entry is kept); C(process) C(pid), C(start) and C(boot_id) (a background
+        process of C(bench_server) or C(pktgen), stopped only while that pid still has that start time in
+        that boot).
     type: dict
   netns:
     description:
@@ -71,9 +75,9 @@ options:
     description:
       - With O(state=cleaned), kinds of objects to leave in place with their entries (C(netns) keeps the
         virtual test bed's namespaces for a later run); what lives inside a kept namespace is still undone.
+        Each a kind of the ledger's table (see O(kind)).
     type: list
     elements: str
-    choices: [netns, xdp, tc, nft, ovs, neigh, addr, tuning, qemu, process]
     default: []
 attributes:
   check_mode:
@@ -118,8 +122,9 @@ failed_entries:
   sample: ["tuning state_file=/var/lib/xdplab/tuning/nic-host-ens1f0.json: read back differs: ..."]
 set_aside:
   description:
-    - With O(state=cleaned), ledger files that could not be read (truncated, not an entry, a symlink) -
-      each renamed to C(<name>.unreadable-<time>) and never acted on; the other entries are still cleaned.
+    - With O(state=cleaned), ledger files that could not be read (truncated, not an entry, a symlink, a
+      field its kind's row does not accept) - each renamed to C(<name>.unreadable-<time>) and never acted
+      on; the other entries are still cleaned.
   returned: always
   type: list
   elements: dict
@@ -141,39 +146,25 @@ path:
   type: str
 """
 
-import hashlib
-import json
 import os
-import signal
 import traceback
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.xdplab.testbed.plugins.module_utils.common import _netns_switch
-from ansible_collections.xdplab.testbed.plugins.module_utils.common import _process_identity as _proc
+from ansible_collections.xdplab.testbed.plugins.module_utils.state import _kinds
+from ansible_collections.xdplab.testbed.plugins.module_utils.state._kinds import Cleaner
 from ansible_collections.xdplab.testbed.plugins.module_utils.state._ledger import (
-    KINDS,
     LedgerError,
     check_entry,
     entries,
     entry_id,
     owner_alive,
     record,
-    restorable_neighbour,
     scan,
     set_aside,
     teardown_plan,
 )
 from ansible_collections.xdplab.testbed.plugins.module_utils.tuning import _restore
-from ansible_collections.xdplab.testbed.plugins.module_utils.tuning._ethtool_netlink import EthtoolNetlink
 from ansible_collections.xdplab.testbed.plugins.module_utils.tuning._plan_and_snapshots import current_netns_name
-from ansible_collections.xdplab.testbed.plugins.module_utils.xdp._program_objects import MODES as XDP_MODES
-
-# Where bench_server keeps its servers' logs, and pktgen's control files: the only places a process
-# entry's undo removes or writes anything.
-SERVER_LOG_DIR = "/run/xdplab"
-PKTGEN_DIR = "/proc/net/pktgen"
-# The tc filter kinds an entry may name: packet_hook's cls_bpf hook and vmlab_link's u32 wire.
-TC_FILTERS = ("bpf", "u32")
 
 
 def describe(entry: dict) -> str:
@@ -181,251 +172,16 @@ def describe(entry: dict) -> str:
     return f"{entry['kind']} {key}" + (f" in {entry['netns']}" if entry.get("netns") else "")
 
 
-class Cleaner:
-    """Removes one ledger object on this host, tolerating that it is already gone."""
-
-    def __init__(self, module: AnsibleModule):
-        self.module = module
-        self.ip = module.get_bin_path("ip", required=True)
-
-    def _in_netns(self, netns: str | None, argv: list[str]) -> list[str]:
-        return [self.ip, "netns", "exec", netns, *argv] if netns else argv
-
-    def _run(self, argv: list[str], gone: tuple[str, ...]) -> None:
-        rc, out, err = self.module.run_command(argv)
-        if rc != 0 and not any(g in err for g in gone):
-            raise RuntimeError(f"{' '.join(argv)} failed (rc={rc}): {err.strip() or out.strip()}")
-
-    def netns_exists(self, name: str) -> bool:
-        return os.path.exists(os.path.join("/run/netns", name))
-
-    @staticmethod
-    def netns_inode(name: str) -> int | None:
-        try:
-            return os.stat(os.path.join("/run/netns", name)).st_ino
-        except FileNotFoundError:
-            return None
-
-    def remove(self, entry: dict) -> str | None:
-        """Undo one entry; a reason when what is there now is not ours and was left alone."""
-        kind, key, netns = entry["kind"], entry["key"], entry.get("netns")
-        if netns and kind in ("xdp", "tc", "nft", "ovs", "neigh", "addr") and not self.netns_exists(netns):
-            return None  # its namespace, and the object with it, is already gone
-        if kind == "netns" and entry.get("found"):
-            if not self.netns_exists(key["name"]):
-                return None  # gone, and what we changed in it with it
-            if entry.get("inode") not in (None, self.netns_inode(key["name"])):
-                return f"namespace {key['name']} is not the one found in place (other inode): left alone"
-            self.undo_found(key["name"], entry.get("undo_found") or {})
-            return None
-        if kind == "netns":
-            if self.netns_exists(key["name"]) and entry.get("inode") not in (None, self.netns_inode(key["name"])):
-                # Ours went away and another namespace took the name: not ours to delete.
-                return f"namespace {key['name']} is not the one this collection created (other inode)"
-            if self.netns_exists(key["name"]):
-                rc, out, _dummy = self.module.run_command([self.ip, "netns", "pids", key["name"]])
-                for pid in out.split() if rc == 0 else []:
-                    self._kill_in_netns(int(pid), key["name"])
-                self._run([self.ip, "netns", "delete", key["name"]], ("No such file",))
-        elif kind == "xdp":
-            base = [self.ip, *(["-n", netns] if netns else []), "link", "set", "dev", key["interface"]]
-            for mode in ("xdpgeneric", "xdpdrv"):
-                self._run([*base, mode, "off"], ("Cannot find device", "does not exist"))
-            # xdp_prog's entry names the programs found on the interface before the run, pinned:
-            # attach them again, then drop the pins.
-            bpftool = self.module.get_bin_path("bpftool", required=bool(entry.get("previous")))
-            for prev in entry.get("previous", []):
-                if not os.path.exists(prev["pin"]):
-                    raise RuntimeError(f"the {prev['mode']} program {prev['name']} found on {key['interface']} "
-                                       f"before the run is no longer pinned at {prev['pin']}: it cannot be put back")
-                self._run(self._in_netns(netns, [bpftool, "net", "attach", XDP_MODES[prev["mode"]], "pinned",
-                                                 prev["pin"], "dev", key["interface"]]), ())
-                os.unlink(prev["pin"])
-        elif kind == "tc":
-            tc = [self.module.get_bin_path("tc", required=True), *(["-n", netns] if netns else [])]
-            gone = ("Cannot find", "No such file", "Invalid handle")
-            if "pref" not in entry:  # an entry of an older run: the clsact qdisc was all it recorded
-                self._run([*tc, "qdisc", "del", "dev", key["interface"], "clsact"], gone)
-                return None
-            # packet_hook's entry (a cls_bpf filter) or vmlab_link's (a u32 wire): our filter, and the
-            # clsact qdisc only if we created it and no one else's filter is left on it.
-            kind = entry.get("filter", "bpf")
-            if kind not in TC_FILTERS:
-                raise RuntimeError(f"tc filter kind must be one of {', '.join(TC_FILTERS)}, got {kind!r}")
-            handle = ["handle", str(entry["handle"])] if "handle" in entry else []  # vmlab_link owns its pref
-            self._run([*tc, "filter", "del", "dev", key["interface"], "ingress", "pref", str(entry["pref"]),
-                       *handle, kind], (*gone, "Filter with specified priority"))
-            if entry.get("created_clsact"):
-                rc, out, _err = self.module.run_command([*tc, "-j", "filter", "show", "dev", key["interface"],
-                                                         "ingress"])
-                if rc == 0 and not json.loads(out or "[]"):
-                    self._run([*tc, "qdisc", "del", "dev", key["interface"], "clsact"], gone)
-        elif kind == "nft":
-            nft = self.module.get_bin_path("nft", required=True)
-            self._run(self._in_netns(netns, [nft, "delete", "table", key["family"], key["table"]]),
-                      ("No such file",))
-        elif kind == "ovs":
-            # packet_hook's Open vSwitch datapath: deleting it removes its ports and flows with it
-            dpctl = self.module.get_bin_path("ovs-dpctl", required=True)
-            self._run(self._in_netns(netns, [dpctl, "del-dp", key["datapath"]]),
-                      ("No such device", "does not exist", "No such file"))
-        elif kind == "neigh":
-            # the neighbour module's entry: the entry found in place, if it was set by hand, comes back;
-            # else ours goes (a learned one is learned again)
-            ip = [self.ip, *(["-n", netns] if netns else []), "neigh"]
-            previous = restorable_neighbour(entry.get("previous"))
-            if previous:
-                self._run([*ip, "replace", key["address"], "lladdr", previous["lladdr"], "nud", previous["state"],
-                           "dev", key["interface"]], ())
-            else:
-                self._run([*ip, "del", key["address"], "dev", key["interface"]],
-                          ("Cannot find device", "No such file", "does not exist"))
-        elif kind == "addr":
-            # the interface_address module's entry: its address goes (one already gone is fine: an IPv6
-            # address leaves with the link when a test takes the port down), and the interface goes
-            # down again if the module brought it up
-            ip = [self.ip, *(["-n", netns] if netns else [])]
-            gone = ("Cannot find device", "does not exist", "Cannot assign requested address", "address not found")
-            self._run([*ip, "addr", "del", key["address"], "dev", key["interface"]], gone)
-            if entry.get("set_up"):
-                self._run([*ip, "link", "set", "dev", key["interface"], "down"], gone)
-        elif kind == "tuning":
-            self.restore_tuning(entry)
-        elif kind == "process":
-            self.stop_process(entry)
-        elif kind == "qemu":
-            pid = int(key["pid"])
-            ident = ({"pid": pid, "start": key["start"], "boot_id": key["boot_id"]} if "start" in key
-                     else _proc.identity(pid))  # older entries: the start time seen now, before the checks
-            if ident is None or not _proc.same(ident):
-                return  # gone, or the pid is another process now
-            try:
-                with open(f"/proc/{pid}/cmdline", "rb") as fh:
-                    cmdline = fh.read()
-            except FileNotFoundError:
-                return
-            if hashlib.sha256(cmdline).hexdigest() == key.get("cmdline_sha256"):
-                _proc.send(ident, signal.SIGKILL)
-
-    def undo_found(self, ns: str, undo: dict) -> None:
-        """Put a namespace found in place back as it was (netns_topology recorded each change before it
-        made it): the interfaces made in it go, the settings changed on its own interfaces come back, its
-        sysctls are written back. The namespace and its processes stay."""
-        ip = [self.ip, "-n", ns]
-        gone = ("Cannot find device", "does not exist")
-        for ifname in undo.get("links_created", []):
-            self._run([*ip, "link", "del", "dev", ifname], gone)
-        # pyroute2 only for namespaces found in place
-        from pyroute2 import IPRoute  # pylint: disable=import-outside-toplevel
-        with IPRoute(netns=ns) as ipr:  # only to ask which interfaces are there: no change through it
-            present = {msg.get("ifname") for msg in ipr.link("dump")}
-        for ifname, was in sorted((undo.get("links") or {}).items()):
-            if ifname not in present:
-                continue  # went away with its peer or its driver: nothing of ours left on it
-            for cidr in was.get("addresses_added", []):
-                self._run([*ip, "addr", "del", cidr, "dev", ifname], ("Cannot assign",))
-            for cidr in was.get("addresses_removed", []):
-                self._run([*ip, "addr", "add", cidr, "dev", ifname], ("File exists",))
-            if was.get("mtu") is not None:
-                self._run([*ip, "link", "set", "dev", ifname, "mtu", str(was["mtu"])], ())
-            if was.get("mac"):
-                self._run([*ip, "link", "set", "dev", ifname, "address", was["mac"]], ())
-            if was.get("gro") is not None:
-                with EthtoolNetlink(netns=ns) as eth:
-                    eth.set_features(ifname, {"rx-gro": bool(was["gro"])})
-            if was.get("up") is False:
-                self._run([*ip, "link", "set", "dev", ifname, "down"], ())
-        sysctl = self.module.get_bin_path("sysctl", required=bool(undo.get("sysctls")))
-        for name, value in sorted((undo.get("sysctls") or {}).items()):
-            if value is not None:
-                self._run([self.ip, "netns", "exec", ns, sysctl, "-q", "-w", f"{name}={value}"], ())
-        if undo.get("lo_was_down"):
-            self._run([*ip, "link", "set", "dev", "lo", "down"], ())
-
-    def stop_process(self, entry: dict) -> None:
-        """A background process of ours (bench_server, pktgen's starter): stopped only while its pid still
-        has the recorded start time and boot id; then what it leaves: its log, pktgen's devices."""
-        key = entry["key"]
-        _proc.stop({"pid": key["pid"], "start": key["start"], "boot_id": key["boot_id"]}, signal.SIGTERM,
-                   timeout=5.0)
-        log = entry.get("log")
-        if isinstance(log, str) and os.path.dirname(log) == SERVER_LOG_DIR \
-                and os.path.basename(log).startswith("bench-server-"):
-            for path in (log, log + ".json"):
-                if os.path.lexists(path):
-                    os.unlink(path)  # unlink never follows a symlink
-        pktgen = entry.get("pktgen")
-        if pktgen is not None:
-            if pktgen != PKTGEN_DIR:
-                raise RuntimeError(f"pktgen directory {pktgen!r} is not {PKTGEN_DIR}: not reset")
-
-            def reset() -> None:
-                if os.path.exists(os.path.join(PKTGEN_DIR, "pgctrl")):
-                    with open(os.path.join(PKTGEN_DIR, "pgctrl"), "w", encoding="ascii") as fh:
-                        fh.write("reset\n")
-            netns = entry.get("netns")
-            if netns and netns != current_netns_name():
-                if not self.netns_exists(netns):
-                    return  # its namespace, and pktgen's devices in it, are gone
-                _netns_switch.call_in_netns(netns, reset)
-            else:
-                reset()
-
-    def restore_tuning(self, entry: dict) -> None:
-        """Restore a tuning snapshot (raises naming what could not be undone; the snapshot stays)."""
-        netns, state_file = entry.get("netns"), entry["key"]["state_file"]
-        grub = entry.get("grub_file", "/etc/default/grub")
-        if os.path.isdir(state_file):
-            # An older run's entry named the whole snapshot directory: every snapshot in it, each in the
-            # namespace its key names (<kind>-<netns>-<subject>).
-            todo = []
-            for name in sorted(os.listdir(state_file)):
-                if name.endswith(".json") and not name.startswith("."):
-                    path = os.path.join(state_file, name)
-                    store, key = _restore.split_state_file(path)
-                    doc = store.load(key) or {}
-                    prefix, suffix = f"{doc.get('kind')}-", f"-{doc.get('subject')}"
-                    ns = key[len(prefix):-len(suffix)] if key.startswith(prefix) and key.endswith(suffix) else "host"
-                    todo.append((_restore.snapshot_kind_rank(doc.get("kind")), path, None if ns == "host" else ns))
-        else:
-            todo = [(0, state_file, netns)]
-        reasons = []
-        for _rank, path, ns in sorted(todo):
-            out = _restore.restore_snapshot(self.module, path, ns, ns is None or self.netns_exists(ns),
-                                            grub_file=grub)
-            if not out["done"]:
-                reasons.append(f"{out['kind']} snapshot of {out['subject']} ({path}): {out['reason']}")
-        if reasons:
-            raise RuntimeError("; ".join(reasons))
-
-    def _kill_in_netns(self, pid: int, name: str) -> None:
-        """SIGKILL a process of the namespace we are removing: identity taken, then checked to be still
-        in that namespace, then signalled through _proc (pid 1 and this process never)."""
-        if pid <= 1 or pid == os.getpid():
-            return
-        ident = _proc.identity(pid)
-        if ident is None:
-            return
-        try:
-            ns = os.stat(f"/proc/{pid}/ns/net")
-            ours = os.stat(os.path.join("/run/netns", name))
-        except OSError:
-            return
-        if (ns.st_dev, ns.st_ino) == (ours.st_dev, ours.st_ino):
-            _proc.send(ident, signal.SIGKILL)
-
-
 def main() -> None:
     module = AnsibleModule(
         argument_spec=dict(
             state=dict(type="str", choices=["recorded", "absent", "cleaned", "listed"], default="recorded"),
             dir=dict(type="path", default="/var/lib/xdplab/ledger"),
-            kind=dict(type="str", choices=list(KINDS)),
+            kind=dict(type="str"),
             key=dict(type="dict", no_log=False),
             netns=dict(type="str"),
             run_id=dict(type="str"),
-            keep=dict(type="list", elements="str", default=[],
-                      choices=list(KINDS)),
+            keep=dict(type="list", elements="str", default=[]),
         ),
         required_if=[("state", "recorded", ("kind", "key")), ("state", "absent", ("kind", "key"))],
         supports_check_mode=True,
@@ -435,9 +191,11 @@ def main() -> None:
     changed, removed, kept, result, set_aside_list = False, [], [], {}, []
     failed: list[str] = []
     try:
+        for kind in p["keep"]:
+            _kinds.row(kind)  # a kind of the table, or LedgerError naming it
         if p["state"] in ("recorded", "absent"):
             netns = p["netns"]
-            if netns is None and p["kind"] in ("xdp", "tc", "nft", "ovs"):
+            if netns is None and _kinds.row(p["kind"]).in_netns:
                 here = current_netns_name()
                 netns = None if here == "host" else here
             entry = check_entry(p["kind"], p["key"], netns)

@@ -20,7 +20,7 @@ PREFIX = "ansible_collections.xdplab.testbed.plugins."
 # package -> the other packages it may import (itself always allowed).
 ALLOWED = {
     "common": set(),
-    "state": {"common"},
+    "state": {"common", "tuning", "xdp"},
     "testbed": {"common"},
     "xdp": {"common"},
     "kernel": {"common"},

@@ -15,7 +15,7 @@ import time
 import pytest
 from _fake_module import FakeModule
 from ansible_collections.xdplab.testbed.plugins.module_utils.common import _process_identity as _proc
-from ansible_collections.xdplab.testbed.plugins.module_utils.state import _ledger
+from ansible_collections.xdplab.testbed.plugins.module_utils.state import _kinds, _ledger
 from ansible_collections.xdplab.testbed.plugins.modules import ledger as ledger_module
 
 
@@ -130,7 +130,7 @@ def test_cleaned_leaves_a_pid_that_is_another_process_now(tmp_path):
 def test_cleaned_removes_the_server_log_it_names_and_nothing_else(tmp_path, monkeypatch):
     logs = tmp_path / "run-xdplab"
     logs.mkdir()
-    monkeypatch.setattr(ledger_module, "SERVER_LOG_DIR", str(logs))
+    monkeypatch.setattr(_kinds, "SERVER_LOG_DIR", str(logs))
     ours = logs / "bench-server-iperf3-1-2.log"
     for path in (ours, logs / "bench-server-iperf3-1-2.log.json", logs / "keep.log", tmp_path / "bench-server-x.log"):
         path.write_text("x")

@@ -11,6 +11,7 @@ import signal
 import threading
 from pathlib import Path
 
+import _run_module
 import pytest
 from ansible_collections.xdplab.testbed.plugins.module_utils.traffic._pktgen_proc import (
     Pktgen,
@@ -227,19 +228,10 @@ def test_cpu_share():
 
 # ---------------------------------------------------------------- the module (check mode, bad input)
 
-ROOT = Path(__file__).resolve().parents[2]
 
 
 def run_module(args: dict) -> dict:
-    import json
-    import os
-    import subprocess
-    import sys
-
-    proc = subprocess.run([sys.executable, str(ROOT / "plugins" / "modules" / "pktgen.py")],  # noqa: S603
-                          input=json.dumps({"ANSIBLE_MODULE_ARGS": args}), capture_output=True, text=True,
-                          env=dict(os.environ, PYTHONPATH=str(ROOT / ".collections")), check=False)
-    return json.loads(proc.stdout)
+    return _run_module.run_module("pktgen", args)
 
 
 def test_module_check_mode_returns_the_commands_and_writes_nothing(tmp_path):

@@ -7,12 +7,10 @@ make on the target rebuilds only what changed (an unchanged file keeps its mtime
 from __future__ import annotations
 
 import base64
-import json
 import os
-import subprocess
-import sys
 from pathlib import Path
 
+import _run_module
 import pytest
 from ansible_collections.xdplab.testbed.plugins.module_utils.common import _source_files as sf
 
@@ -20,11 +18,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def run_module(args: dict, check: bool = False, diff: bool = False) -> dict:
-    payload = dict(args, _ansible_check_mode=check, _ansible_diff=diff)
-    proc = subprocess.run([sys.executable, str(ROOT / "plugins" / "modules" / "source_files.py")],  # noqa: S603
-                          input=json.dumps({"ANSIBLE_MODULE_ARGS": payload}), capture_output=True, text=True,
-                          env=dict(os.environ, PYTHONPATH=str(ROOT / ".collections")), check=False)
-    return json.loads(proc.stdout)
+    return _run_module.run_module("source_files", dict(args, _ansible_check_mode=check, _ansible_diff=diff))
 
 
 def contents(**files: bytes) -> dict[str, str]:

@@ -51,6 +51,8 @@ QEMU_ID_RE = re.compile(r"^[A-Za-z][A-Za-z0-9_.-]{0,30}\Z")
 # nftables identifiers (table, chain, counter names): nft's own identifier syntax.
 NFT_NAME_RE = re.compile(r"^[A-Za-z][A-Za-z0-9_]{0,63}\Z")
 NFT_FAMILIES = ("ip", "ip6", "inet", "arp", "bridge", "netdev")
+# A link-layer (Ethernet) address, lower case.
+LLADDR_RE = re.compile(r"^[0-9a-f]{2}(:[0-9a-f]{2}){5}\Z")
 
 
 class ValidationError(ValueError):
@@ -243,6 +245,14 @@ def ip_interface(value: Any, where: str = "address") -> str:
         return ipaddress.ip_interface(value.strip()).with_prefixlen
     except ValueError:
         raise ValidationError(f"{_where(where)}{value!r} is not an address with a prefix length") from None
+
+
+def lladdr(value: Any, where: str = "lladdr") -> str:
+    """A 6-byte MAC address, lower case (surrounding blanks and upper case taken)."""
+    text = value.strip().lower() if isinstance(value, str) else ""
+    if not LLADDR_RE.match(text):
+        raise ValidationError(f"{where} must be a MAC address like 02:00:00:00:00:01, got {value!r}")
+    return text
 
 
 # The kinds a filter or a role asks for by name (plugins/filter/validate.py).

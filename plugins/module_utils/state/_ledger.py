@@ -21,7 +21,6 @@ import fcntl
 import hashlib
 import json
 import os
-import re
 import socket
 import stat
 import tempfile
@@ -38,23 +37,13 @@ from ansible_collections.xdplab.testbed.plugins.module_utils.common._atomic_file
 from ansible_collections.xdplab.testbed.plugins.module_utils.common._atomic_files import (
     check_private_dir as _private_dir,
 )
+from ansible_collections.xdplab.testbed.plugins.module_utils.state import _kinds
 
 DEFAULT_DIR = "/var/lib/xdplab/ledger"
 DEFAULT_LOCK = "/run/xdplab/run.lock"
-KINDS = ("netns", "xdp", "tc", "nft", "ovs", "neigh", "addr", "tuning", "qemu", "process")
-# What each kind's key must hold.
-KEY_FIELDS = {
-    "netns": ("name",),
-    "xdp": ("interface",),
-    "tc": ("interface",),
-    "nft": ("family", "table"),
-    "ovs": ("datapath",),
-    "neigh": ("interface", "address"),
-    "addr": ("interface", "address"),
-    "tuning": ("state_file",),
-    "qemu": ("pid",),
-    "process": ("pid", "start", "boot_id"),
-}
+# The kinds, what each key and each entry's undo fields hold, and how each is undone: one row per kind.
+KINDS = _kinds.KINDS
+LedgerError = _kinds.LedgerError
 
 
 def _checked(fn, *args):
@@ -62,10 +51,6 @@ def _checked(fn, *args):
         return fn(*args)
     except _validate.ValidationError as exc:
         raise LedgerError(str(exc)) from None
-
-
-class LedgerError(ValueError):
-    """A bad ledger entry or an unusable ledger directory."""
 
 
 class LockHeld(RuntimeError):
@@ -77,44 +62,9 @@ def _now() -> str:
 
 
 def check_entry(kind: str, key: dict, netns: str | None = None) -> dict:
-    """Validate an entry; raise LedgerError naming the bad value."""
-    if kind not in KINDS:
-        raise LedgerError(f"ledger kind must be one of {', '.join(KINDS)}, got {kind!r}")
-    if not isinstance(key, dict):
-        raise LedgerError(f"ledger key for {kind} must be a dict, got {key!r}")
-    for field in KEY_FIELDS[kind]:
-        if field not in key:
-            raise LedgerError(f"ledger key for {kind} needs {field!r}, got {key!r}")
-    for field, value in key.items():
-        if field in ("pid", "owner"):
-            if not isinstance(value, int) or isinstance(value, bool) or value <= 1:
-                raise LedgerError(f"ledger {kind} {field} must be a pid > 1, got {value!r}")
-        elif field == "boot_id":
-            if not isinstance(value, str) or not re.fullmatch(r"[0-9a-f]{8}(-[0-9a-f]{4}){3}-[0-9a-f]{12}", value):
-                raise LedgerError(f"ledger {kind} boot_id must be a boot id (uuid), got {value!r}")
-        elif field in ("owner_start", "start"):
-            if not isinstance(value, int) or isinstance(value, bool) or value < 0:
-                raise LedgerError(f"ledger {kind} {field} must be a start time in clock ticks, got {value!r}")
-        elif field == "state_file":
-            if not isinstance(value, str) or not os.path.isabs(value) or ".." in value.split("/"):
-                raise LedgerError(f"ledger {kind} state_file must be an absolute path without '..', got {value!r}")
-        elif field == "cmdline_sha256":
-            if not re.fullmatch(r"[0-9a-f]{64}", str(value)):
-                raise LedgerError(f"ledger {kind} cmdline_sha256 must be a sha256 hex digest, got {value!r}")
-        elif field == "family" and kind == "nft":
-            _checked(_validate.nft_family, value, f"ledger {kind}")
-        elif field == "table" and kind == "nft":
-            _checked(_validate.nft_name, value, "table", f"ledger {kind}")
-        elif field == "datapath" and kind == "ovs":
-            _checked(_validate.ifname, value, f"ledger {kind} datapath")
-        elif field == "address" and kind == "addr":
-            if _checked(_validate.ip_interface, value, f"ledger {kind} address") != value:
-                raise LedgerError(f"ledger {kind} address must be written canonically, got {value!r}")
-        elif field == "address" and kind == "neigh":
-            if _checked(_validate.ip_address, value, f"ledger {kind} address") != value:
-                raise LedgerError(f"ledger {kind} address must be written canonically, got {value!r}")
-        else:
-            _checked(_validate.ledger_name, value, field, f"ledger {kind}")
+    """Validate an entry's kind, key (by the kind's row) and namespace; raise LedgerError naming the bad
+    value."""
+    _kinds.check_key(kind, key)
     if netns is not None:
         _checked(_validate.netns_name, netns, "ledger netns")
     return {"kind": kind, "key": dict(sorted(key.items())), "netns": netns}
@@ -146,7 +96,9 @@ def record(directory: str, entry: dict, run_id: str | None = None, **undo: Any) 
     path = os.path.join(directory, entry_id(entry))
     if os.path.lexists(path):
         return path, False
-    write_json_atomic(path, dict(undo, **entry, run_id=run_id, created=_now()), mode=0o600)
+    data = dict(undo, **entry, run_id=run_id, created=_now())
+    _kinds.check_fields(data)
+    write_json_atomic(path, data, mode=0o600)
     return path, True
 
 
@@ -162,6 +114,7 @@ def annotate(path: str, **fields: Any) -> None:
     """Add what undoing needs, learnt after acting (a namespace's inode), to a recorded entry."""
     data = _read_entry(path)
     data.update(fields)
+    _kinds.check_fields(data)
     write_json_atomic(path, data, mode=0o600)
 
 
@@ -179,7 +132,7 @@ def forget_inside(directory: str, netns: str) -> list[str]:
     """Drop the entries of objects inside a namespace that is gone (they went with it)."""
     dropped = []
     for path, entry in entries(directory):
-        if entry.get("netns") == netns and entry["kind"] in ("xdp", "tc", "nft", "ovs", "addr"):
+        if entry.get("netns") == netns and _kinds.TABLE[entry["kind"]].in_netns:
             os.unlink(path)
             dropped.append(path)
     return dropped
@@ -212,6 +165,7 @@ def _read_entry(path: str) -> dict:
             raise LedgerError("not a regular file")
         data = json.loads(fh.read(1 << 16))
     check_entry(data["kind"], data["key"], data.get("netns"))
+    _kinds.check_fields(data)  # what undoing it reads: an entry with a bad one is set aside, never acted on
     return data
 
 
@@ -245,28 +199,23 @@ def set_aside(path: str) -> str:
     return new
 
 
-# Removal order: processes first, then what lives on interfaces, then tuning, then namespaces
-# (deleting a namespace removes its interfaces, and with them their XDP programs and qdiscs).
-ORDER = {"qemu": 0, "process": 0, "xdp": 1, "tc": 2, "nft": 3, "ovs": 3, "neigh": 3, "addr": 3, "tuning": 4, "netns": 5}
-
-
 def teardown_plan(items: list[tuple[str, dict]], keep: Iterable[str] = (),
                   subrank: dict[str, Callable[[dict], int]] | None = None) -> list[tuple[str, dict]]:
-    """Entries in removal order (ORDER, then ``subrank[kind](entry)``, then path). Objects inside a
+    """Entries in removal order (each kind's row's ``order``: processes first, then what lives on
+    interfaces, then tuning, then namespaces; then ``subrank[kind](entry)``, then path). Objects inside a
     namespace that is itself listed go last: deleting the namespace took them (and a tuning snapshot
     of a port in it is then dropped, not restored). With ``keep`` holding "netns", namespaces stay and
     what is inside them is undone in its own turn."""
     # A namespace found in place (``found``) is put back, not deleted: what is inside it is undone too.
     created = {e["key"]["name"] for _dummy, e in items if e["kind"] == "netns" and not e.get("found")}
     doomed = set() if "netns" in keep else created
-    inside = ("xdp", "tc", "nft", "ovs", "addr", "tuning")
-    plan = [(p, e) for p, e in items if not (e.get("netns") in doomed and e["kind"] in inside)]
+    plan = [(p, e) for p, e in items if not (e.get("netns") in doomed and _kinds.TABLE[e["kind"]].goes_after_netns)]
     skipped = [(p, e) for p, e in items if (p, e) not in plan]
     subrank = subrank or {}
 
     def rank(pe: tuple[str, dict]) -> tuple[int, int, str]:
         sub = subrank.get(pe[1]["kind"])
-        return ORDER[pe[1]["kind"]], sub(pe[1]) if sub else 0, pe[0]
+        return _kinds.TABLE[pe[1]["kind"]].order, sub(pe[1]) if sub else 0, pe[0]
     return sorted(plan, key=rank) + skipped
 
 
@@ -461,10 +410,6 @@ def release(path: str, pid: int, host: str | None = None) -> bool:
 # NUD states by name (include/uapi/linux/neighbour.h).
 NUD = {"incomplete": 0x01, "reachable": 0x02, "stale": 0x04, "delay": 0x08, "probe": 0x10, "failed": 0x20,
        "noarp": 0x40, "permanent": 0x80, "none": 0x00}
-# States a user (or a tool) sets and that do not come back by themselves: put back exactly. A learned
-# entry (reachable, stale, ...) is learned again once ours is gone.
-NUD_SET_BY_HAND = ("permanent", "noarp")
-LLADDR_RE = re.compile(r"^[0-9a-f]{2}(:[0-9a-f]{2}){5}$")
 
 
 def nud_name(value: int) -> str:
@@ -483,15 +428,8 @@ def nud_value(name: str) -> int:
 
 def check_lladdr(value, where: str = "lladdr") -> str:
     """A 6-byte MAC address, lower case; LedgerError naming it otherwise."""
-    text = str(value).strip().lower() if isinstance(value, str) else ""
-    if not LLADDR_RE.match(text):
-        raise LedgerError(f"{where} must be a MAC address like 02:00:00:00:00:01, got {value!r}")
-    return text
+    return _checked(_validate.lladdr, value, where)
 
 
-def restorable_neighbour(previous) -> dict | None:
-    """The neighbour entry to put back from a recorded ``previous``: one set by hand (permanent, noarp)
-    with a checked MAC address, else None (delete ours; a learned entry is learned again)."""
-    if not isinstance(previous, dict) or previous.get("state") not in NUD_SET_BY_HAND:
-        return None
-    return {"lladdr": check_lladdr(previous.get("lladdr"), "recorded neighbour lladdr"), "state": previous["state"]}
+# The neighbour module's undo is the neigh row's (state/_kinds.py).
+restorable_neighbour = _kinds.restorable_neighbour

@@ -79,13 +79,13 @@ after:
 """
 
 import json
-import os
 import socket
 import traceback
 
 from ansible.module_utils.basic import AnsibleModule, missing_required_lib
 from ansible_collections.xdplab.testbed.plugins.module_utils.common import _validate
-from ansible_collections.xdplab.testbed.plugins.module_utils.state import _ledger
+from ansible_collections.xdplab.testbed.plugins.module_utils.state import _kinds, _ledger
+from ansible_collections.xdplab.testbed.plugins.module_utils.testbed import _neighbours
 from ansible_collections.xdplab.testbed.plugins.module_utils.tuning._plan_and_snapshots import current_netns_name
 
 try:
@@ -111,11 +111,11 @@ class Table:
         family = socket.AF_INET6 if ":" in address else socket.AF_INET
         for msg in self.ipr.get_neighbours(family=family, ifindex=self.index):
             if msg.get_attr("NDA_DST") == address and msg.get_attr("NDA_LLADDR"):
-                return {"lladdr": msg.get_attr("NDA_LLADDR").lower(), "state": _ledger.nud_name(msg["state"])}
+                return {"lladdr": msg.get_attr("NDA_LLADDR").lower(), "state": _neighbours.nud_name(msg["state"])}
         return None
 
     def put(self, address: str, lladdr: str, state: str) -> None:
-        self.ipr.neigh("replace", dst=address, lladdr=lladdr, ifindex=self.index, state=_ledger.nud_value(state))
+        self.ipr.neigh("replace", dst=address, lladdr=lladdr, ifindex=self.index, state=_neighbours.nud_value(state))
 
     def delete(self, address: str) -> None:
         self.ipr.neigh("del", dst=address, ifindex=self.index)
@@ -140,11 +140,10 @@ def main() -> None:
     try:
         _validate.ifname(p["interface"], "interface")
         address = _validate.ip_address(p["address"], "address")
-        lladdr = _ledger.check_lladdr(p["lladdr"], "lladdr") if p["lladdr"] is not None else None
+        lladdr = _validate.lladdr(p["lladdr"], "lladdr") if p["lladdr"] is not None else None
         here = current_netns_name()
         entry = _ledger.check_entry("neigh", {"interface": p["interface"], "address": address},
                                     None if here == "host" else here)
-        path = os.path.join(p["ledger_dir"], _ledger.entry_id(entry))
         with IPRoute() as ipr:
             table = Table(ipr, p["interface"])
             before = table.read(address)
@@ -157,15 +156,11 @@ def main() -> None:
                     _ledger.record(p["ledger_dir"], entry, p["run_id"], previous=before)
                     table.put(address, lladdr, "permanent")
             else:
-                try:
-                    with open(path, encoding="utf-8") as fh:
-                        recorded = json.load(fh)
-                except FileNotFoundError:
-                    recorded = None
+                recorded = _ledger.read(p["ledger_dir"], entry)  # checked by the neigh row
                 if recorded is None:
                     after, changed = before, False
                 else:
-                    previous = _ledger.restorable_neighbour(recorded.get("previous"))
+                    previous = _kinds.restorable_neighbour(recorded.get("previous"))
                     after = previous
                     changed = before != after
                     if not module.check_mode:

@@ -404,32 +404,3 @@ def release(path: str, pid: int, host: str | None = None) -> bool:
             return False
         os.unlink(path)
     return True
-
-
-# --- neighbour entries (the neighbour module's undo) -------------------------------------------------
-# NUD states by name (include/uapi/linux/neighbour.h).
-NUD = {"incomplete": 0x01, "reachable": 0x02, "stale": 0x04, "delay": 0x08, "probe": 0x10, "failed": 0x20,
-       "noarp": 0x40, "permanent": 0x80, "none": 0x00}
-
-
-def nud_name(value: int) -> str:
-    """The name of a NUD state bit set (the most lasting one when several are set)."""
-    for name in ("permanent", "noarp", "reachable", "stale", "delay", "probe", "failed", "incomplete"):
-        if value & NUD[name]:
-            return name
-    return "none"
-
-
-def nud_value(name: str) -> int:
-    if name not in NUD:
-        raise LedgerError(f"neighbour state must be one of {', '.join(NUD)}, got {name!r}")
-    return NUD[name]
-
-
-def check_lladdr(value, where: str = "lladdr") -> str:
-    """A 6-byte MAC address, lower case; LedgerError naming it otherwise."""
-    return _checked(_validate.lladdr, value, where)
-
-
-# The neighbour module's undo is the neigh row's (state/_kinds.py).
-restorable_neighbour = _kinds.restorable_neighbour

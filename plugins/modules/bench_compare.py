@@ -90,13 +90,14 @@ options:
     type: path
 requirements:
   - git (only for O(series_files))
+extends_documentation_fragment:
+  - xdplab.testbed.attributes
 attributes:
   check_mode:
     support: full
-    description: Reads only.
+    details: Reads only.
   diff_mode:
     support: none
-    description: Returns no diff.
 author:
   - xdplab.testbed contributors (!UNKNOWN)"""
 

@@ -34,13 +34,14 @@ options:
     description: The tool's output (stdout, or stdout and stderr together).
     type: str
     required: true
+extends_documentation_fragment:
+  - xdplab.testbed.attributes
 attributes:
   check_mode:
     support: full
-    description: Pure computation; runs the same in check mode.
+    details: Pure computation; runs the same in check mode.
   diff_mode:
     support: none
-    description: Returns no diff.
 author:
   - xdplab.testbed contributors (!UNKNOWN)"""
 

@@ -56,13 +56,14 @@ options:
     default: false
 requirements:
   - matplotlib (for O(format=png) and O(format=html))
+extends_documentation_fragment:
+  - xdplab.testbed.attributes
 attributes:
   check_mode:
     support: full
-    description: Builds the report and returns rows, writes nothing.
+    details: Builds the report and returns rows, writes nothing.
   diff_mode:
     support: none
-    description: Returns no diff.
 author:
   - xdplab.testbed contributors (!UNKNOWN)"""
 

@@ -147,18 +147,18 @@ options:
     description: Environment fingerprint of the generator host, stored under C(environment.generator).
     type: dict
     default: {}
+extends_documentation_fragment:
+  - xdplab.testbed.attributes
+  - xdplab.testbed.attributes.action
 attributes:
   check_mode:
     support: none
     details: Sending traffic is the whole point; check mode is refused.
-    description: Cannot run in check_mode; the module acts.
   diff_mode:
     support: none
-    description: Returns no diff.
   action:
     support: full
     details: The action plugin runs the DUT sampler and writes the record on the controller.
-    description: Runs through an action plugin of the same name on the controller.
 """
 
 EXAMPLES = r"""

@@ -59,14 +59,14 @@ options:
     type: list
     elements: str
     default: []
+extends_documentation_fragment:
+  - xdplab.testbed.attributes
 attributes:
   check_mode:
     support: full
     details: Only reads counters.
-    description: Can run in check_mode and return changed status prediction without modifying target.
   diff_mode:
     support: none
-    description: Returns no diff.
 """
 
 EXAMPLES = r"""

@@ -58,15 +58,14 @@ options:
     type: float
     default: 5
 extends_documentation_fragment:
+  - xdplab.testbed.attributes
   - xdplab.testbed.process_ledger
 attributes:
   check_mode:
     support: none
     details: Starting a traffic receiver is the whole point.
-    description: Cannot run in check_mode; the module acts.
   diff_mode:
     support: none
-    description: Returns no diff.
 """
 
 EXAMPLES = r"""

@@ -38,13 +38,14 @@ options:
     default: /etc/xdplab/kernel-series.json
 requirements:
   - pyroute2 (ethtool netlink and IFLA_XDP reads)
+extends_documentation_fragment:
+  - xdplab.testbed.attributes
 attributes:
   check_mode:
     support: full
-    description: Only reads; the same in check mode.
+    details: Only reads; the same in check mode.
   diff_mode:
     support: none
-    description: Returns no diff.
 author:
   - xdplab.testbed contributors (!UNKNOWN)"""
 

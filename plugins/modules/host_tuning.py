@@ -23,15 +23,14 @@ description:
     RV(reboot_required); rebooting is the caller's (gated) decision.
 author:
   - xdplab.testbed contributors (!UNKNOWN)
+extends_documentation_fragment:
+  - xdplab.testbed.attributes
+  - xdplab.testbed.tuning_ledger
 attributes:
   check_mode:
     support: full
-    description: Can run in check_mode and return changed status prediction without modifying target.
   diff_mode:
     support: full
-    description: Will return details on what has changed (or possibly needs changing in check_mode), when in diff mode.
-extends_documentation_fragment:
-  - xdplab.testbed.tuning_ledger
 options:
   state:
     description: C(present) applies, C(restored) puts the snapshot back, C(read) only reads.

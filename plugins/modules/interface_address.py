@@ -24,13 +24,16 @@ author:
   - xdplab.testbed contributors (!UNKNOWN)
 requirements:
   - pyroute2 >= 0.9
+extends_documentation_fragment:
+  - xdplab.testbed.attributes
+  - xdplab.testbed.object_ledger
 attributes:
   check_mode:
     support: full
-    description: Reads the addresses and link state and reports what would change.
+    details: Reads the addresses and link state and reports what would change.
   diff_mode:
     support: full
-    description: Shows whether the address is there and the interface is up, before and after.
+    details: Shows whether the address is there and the interface is up, before and after.
 options:
   interface:
     description: The interface.
@@ -57,8 +60,6 @@ options:
     type: str
     choices: [present, absent]
     default: present
-extends_documentation_fragment:
-  - xdplab.testbed.object_ledger
 """
 
 EXAMPLES = r"""

@@ -58,13 +58,15 @@ options:
       - Run the source's C(make) and C(merge_config.sh) as this unprivileged user (util-linux C(setpriv),
         no_new_privs), in a scratch directory of its own, not as root. Unset runs them as the caller.
     type: str
+extends_documentation_fragment:
+  - xdplab.testbed.attributes
 attributes:
   check_mode:
     support: full
-    description: The config is generated and checked in a scratch directory; O(dest) is not written.
+    details: The config is generated and checked in a scratch directory; O(dest) is not written.
   diff_mode:
     support: full
-    description: Shows the change to O(dest).
+    details: Shows the change to O(dest).
 requirements:
   - make, gcc, flex, bison (the kernel's kconfig tools)
 """

@@ -81,13 +81,14 @@ options:
       - With O(build_user), a directory outside O(src) that the build user cannot write, so that the
         record root reads back is root's own.
     type: path
+extends_documentation_fragment:
+  - xdplab.testbed.attributes
 attributes:
   check_mode:
     support: full
-    description: Computes the plan (which patches would be applied or reverted) without touching the tree.
+    details: Computes the plan (which patches would be applied or reverted) without touching the tree.
   diff_mode:
     support: none
-    description: Returns no diff.
 requirements:
   - git (for patch-ids and git trees)
   - patch (GNU patch, for trees without git)

@@ -22,13 +22,16 @@ author:
   - xdplab.testbed contributors (!UNKNOWN)
 requirements:
   - pyroute2 >= 0.9
+extends_documentation_fragment:
+  - xdplab.testbed.attributes
+  - xdplab.testbed.object_ledger
 attributes:
   check_mode:
     support: full
-    description: Reads the neighbour table and reports what would change.
+    details: Reads the neighbour table and reports what would change.
   diff_mode:
     support: full
-    description: Shows the entry before and after.
+    details: Shows the entry before and after.
 options:
   interface:
     description: The interface.
@@ -48,8 +51,6 @@ options:
     type: str
     choices: [present, absent]
     default: present
-extends_documentation_fragment:
-  - xdplab.testbed.object_ledger
 """
 
 EXAMPLES = r"""

@@ -119,14 +119,14 @@ options:
   run_id:
     description: Run id written into the ledger entries (with O(ledger_dir)).
     type: str
+extends_documentation_fragment:
+  - xdplab.testbed.attributes
 attributes:
   check_mode:
     support: full
-    description: Can run in check_mode and return changed status prediction without modifying target.
   diff_mode:
     support: full
     details: before/after of the namespaces and links named in the spec.
-    description: Will return details on what has changed (or possibly needs changing in check_mode), when in diff mode.
 notes:
   - Runs where the namespaces live; in the virtual test bed that is the controller (C(localhost)).
   - Module results are read from the kernel after the change, so MACs chosen by the kernel and ifindexes are

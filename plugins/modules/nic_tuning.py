@@ -24,15 +24,14 @@ author:
 requirements:
   - pyroute2 >= 0.9
   - Linux with CONFIG_ETHTOOL_NETLINK (5.6 or later)
+extends_documentation_fragment:
+  - xdplab.testbed.attributes
+  - xdplab.testbed.tuning_ledger
 attributes:
   check_mode:
     support: full
-    description: Can run in check_mode and return changed status prediction without modifying target.
   diff_mode:
     support: full
-    description: Will return details on what has changed (or possibly needs changing in check_mode), when in diff mode.
-extends_documentation_fragment:
-  - xdplab.testbed.tuning_ledger
 options:
   interface:
     description: Interface name.

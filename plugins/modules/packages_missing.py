@@ -19,13 +19,15 @@ description:
     (a wildcard, a comparison, a path) is returned as missing, for apt to decide.
 author:
   - xdplab.testbed contributors (!UNKNOWN)
+extends_documentation_fragment:
+  - xdplab.testbed.attributes
 attributes:
   check_mode:
     support: full
-    description: Only reads, so it runs the same in check mode.
+    details: Only reads, so it runs the same in check mode.
   diff_mode:
     support: none
-    description: Nothing to show; it changes nothing.
+    details: Nothing to show; it changes nothing.
 options:
   names:
     description: The package names.

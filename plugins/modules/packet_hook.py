@@ -35,13 +35,16 @@ author:
 requirements:
   - pyroute2 (reading qdiscs and filters)
   - tc (iproute2), nft (nftables), ovs-dpctl (openvswitch-switch) and the kernel's openvswitch module
+extends_documentation_fragment:
+  - xdplab.testbed.attributes
+  - xdplab.testbed.object_ledger
 attributes:
   check_mode:
     support: full
-    description: Reads the interface's qdiscs, filters and tables and reports what it would do.
+    details: Reads the interface's qdiscs, filters and tables and reports what it would do.
   diff_mode:
     support: none
-    description: Reports C(created) and C(removed) instead.
+    details: Reports C(created) and C(removed) instead.
 options:
   type:
     description: The hook.
@@ -113,8 +116,6 @@ options:
     type: str
     choices: [prerouting, ingress]
     default: prerouting
-extends_documentation_fragment:
-  - xdplab.testbed.object_ledger
 """
 
 EXAMPLES = r"""

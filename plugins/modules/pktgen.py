@@ -127,15 +127,14 @@ options:
     type: path
     default: /proc/net/pktgen
 extends_documentation_fragment:
+  - xdplab.testbed.attributes
   - xdplab.testbed.process_ledger
 attributes:
   check_mode:
     support: full
     details: Checks that pktgen, the threads and the device exist and returns the commands it would write.
-    description: Can run in check_mode and return changed status prediction without modifying target.
   diff_mode:
     support: none
-    description: Returns no diff.
 notes:
   - The host kernel of the virtual test bed may have no pktgen; the kernel role builds a guest kernel
     with it, run under QEMU (M(xdplab.testbed.qemu_exec), C(playbooks/pktgen_burst.yml)).

@@ -136,13 +136,14 @@ options:
         guest; a live guest is left alone.
     type: path
     default: /var/lib/xdplab/ledger
+extends_documentation_fragment:
+  - xdplab.testbed.attributes
 attributes:
   check_mode:
     support: none
-    description: Running a command in a guest cannot be predicted; the module always runs.
+    details: Running a command in a guest cannot be predicted; the module always runs.
   diff_mode:
     support: none
-    description: Returns no diff.
 requirements:
   - qemu-system-x86 (Debian package)
   - busybox-static (Debian package)

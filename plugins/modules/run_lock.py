@@ -59,17 +59,17 @@ options:
         on the controller - pid, start time and boot id). The lock is taken over only if it is still
         exactly that holder; a live or different holder is never replaced.
     type: dict
+extends_documentation_fragment:
+  - xdplab.testbed.attributes
+  - xdplab.testbed.attributes.action
 attributes:
   check_mode:
     support: full
     details: Reports whether the lock could be taken; takes nothing.
-    description: Can run in check_mode and return changed status prediction without modifying target.
   diff_mode:
     support: none
-    description: Returns no diff.
   action:
     support: full
-    description: Runs through an action plugin of the same name on the controller.
 """
 
 EXAMPLES = r"""

@@ -21,16 +21,19 @@ description:
   - For sources, not data. All the files together may be at most 4 MiB.
 author:
   - xdplab.testbed contributors (!UNKNOWN)
+extends_documentation_fragment:
+  - xdplab.testbed.attributes
+  - xdplab.testbed.attributes.action
 attributes:
   action:
     support: full
-    description: The action plugin reads O(src) on the controller.
+    details: The action plugin reads O(src) on the controller.
   check_mode:
     support: full
-    description: Compares the contents and reports what would be written.
+    details: Compares the contents and reports what would be written.
   diff_mode:
     support: full
-    description: Names the files that would be written or have their mode changed.
+    details: Names the files that would be written or have their mode changed.
 options:
   src:
     description:

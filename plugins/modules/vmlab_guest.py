@@ -130,13 +130,15 @@ options:
     description: State ledger the QEMU process is recorded in.
     type: path
     default: /var/lib/xdplab/vmlab/ledger
+extends_documentation_fragment:
+  - xdplab.testbed.attributes
 attributes:
   check_mode:
     support: full
-    description: Reads what is there and reports what it would start, link or remove; changes nothing.
+    details: Reads what is there and reports what it would start, link or remove; changes nothing.
   diff_mode:
     support: none
-    description: No diff; the result names what changed.
+    details: No diff; the result names what changed.
 requirements:
   - qemu-system-x86 >= 8 (igb), from bookworm-backports on Debian 12
 """

@@ -37,14 +37,15 @@ options:
     elements: dict
     required: true
 extends_documentation_fragment:
+  - xdplab.testbed.attributes
   - xdplab.testbed.object_ledger
 attributes:
   check_mode:
     support: full
-    description: Reads what is there and reports what it would start, link or remove; changes nothing.
+    details: Reads what is there and reports what it would start, link or remove; changes nothing.
   diff_mode:
     support: none
-    description: No diff; the result names what changed.
+    details: No diff; the result names what changed.
 requirements:
   - iproute2 (ip, tc) with the kernel's cls_u32 and act_mirred
 """

@@ -29,14 +29,14 @@ requirements:
   - pyroute2
   - bpftool
   - root (CAP_SYS_ADMIN, CAP_BPF, CAP_NET_ADMIN)
+extends_documentation_fragment:
+  - xdplab.testbed.attributes
 attributes:
   check_mode:
     support: full
     details: The object is loaded to read its tag (and dropped again); nothing is attached or written.
-    description: Can run in check_mode and return changed status prediction without modifying target.
   diff_mode:
     support: full
-    description: Will return details on what has changed (or possibly needs changing in check_mode), when in diff mode.
 options:
   interface:
     description: Interface name in the namespace the module runs in.

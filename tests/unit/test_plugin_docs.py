@@ -56,3 +56,23 @@ def test_ansible_doc_renders_every_module():
     proc = subprocess.run([str(Path(sys.executable).parent / "ansible-doc"), "-j", *names],
                           capture_output=True, text=True, cwd=ROOT, check=False)
     assert proc.returncode == 0 and "ERROR" not in proc.stderr, proc.stderr[-2000:]
+
+
+MODULES = [p for p in PLUGINS if p.parent.name == "modules"]
+FRAGMENT = ROOT / "plugins" / "doc_fragments" / "attributes.py"
+
+
+@pytest.mark.parametrize("path", MODULES, ids=lambda p: p.name)
+def test_the_attributes_block_comes_from_the_shared_fragment(path):
+    """What check_mode, diff_mode and action mean is written once (plugins/doc_fragments/attributes.py);
+    a module says its support and, in details, what its own check mode or diff does."""
+    doc = yaml.safe_load(doc_strings(path)["DOCUMENTATION"])
+    fragments = doc.get("extends_documentation_fragment") or []
+    assert "xdplab.testbed.attributes" in fragments, path.name
+    attributes = doc.get("attributes") or {}
+    assert {"check_mode", "diff_mode"} <= set(attributes), path.name
+    for name, attribute in attributes.items():
+        assert "description" not in attribute, f"{path.name}: attribute {name} repeats the fragment's description"
+        assert attribute.get("support") in ("full", "partial", "none", "N/A"), f"{path.name}: {name}"
+    assert ("action" in attributes) == ("xdplab.testbed.attributes.action" in fragments), path.name
+    assert ("action" in attributes) == (ROOT / "plugins" / "action" / path.name).exists(), path.name

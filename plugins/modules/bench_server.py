@@ -127,6 +127,7 @@ import time
 import traceback
 
 from ansible.module_utils.basic import AnsibleModule
+from ansible_collections.xdplab.testbed.plugins.module_utils.common import _command
 from ansible_collections.xdplab.testbed.plugins.module_utils.common import _process_identity as _proc
 from ansible_collections.xdplab.testbed.plugins.module_utils.state import _ledger
 from ansible_collections.xdplab.testbed.plugins.module_utils.traffic._client_server_argv import (
@@ -180,7 +181,7 @@ def start(module: AnsibleModule) -> None:
     try:
         with os.fdopen(out_fd, "wb") as out, open(os.devnull, "rb") as devnull:
             proc = _proc.spawn_recorded(argv, record, stdin=devnull, stdout=out, stderr=subprocess.STDOUT,
-                                        start_new_session=True, env=dict(os.environ, LC_ALL="C"))
+                                        start_new_session=True, env=_command.c_env())
     except _ledger.LedgerError as exc:
         cleanup(log)
         module.fail_json(msg=f"{p['tool']} not started: {exc}")

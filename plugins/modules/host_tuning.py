@@ -169,6 +169,7 @@ import traceback  # noqa: E402
 from typing import Any  # noqa: E402
 
 from ansible.module_utils.basic import AnsibleModule  # noqa: E402
+from ansible_collections.xdplab.testbed.plugins.module_utils.common import _command  # noqa: E402
 from ansible_collections.xdplab.testbed.plugins.module_utils.state import _ledger  # noqa: E402
 from ansible_collections.xdplab.testbed.plugins.module_utils.tuning import _host_knobs as th  # noqa: E402
 from ansible_collections.xdplab.testbed.plugins.module_utils.tuning import _plan_and_snapshots as _tuning  # noqa: E402
@@ -198,7 +199,7 @@ def _unsupported_reason(p: dict[str, Any], knob: str, cur: dict[str, Any], mods:
         exe = host.m.get_bin_path("tuned-adm")
         if not exe:
             return "tuned-adm is not installed (Debian package tuned)"
-        _rc, out, err = host.m.run_command([exe, "active"], environ_update={"LC_ALL": "C"})
+        _rc, out, err = _command.run(host.m, [exe, "active"], ok=None)
         if "Cannot talk to TuneD daemon" in out + err:
             # Without the daemon, `tuned-adm profile` only records the name and applies nothing.
             return "the TuneD daemon is not running (tuned-adm cannot reach it over D-Bus; start tuned)"
@@ -356,7 +357,7 @@ def main() -> None:
     except _ledger.LedgerError as exc:
         module.fail_json(msg=f"ledger: {exc}")
     except _restore.CommandError as exc:
-        module.fail_json(msg=str(exc), rc=exc.rc, stdout=exc.stdout, stderr=exc.stderr)
+        module.fail_json(**exc.fail_kwargs())
     except Exception as exc:  # noqa: BLE001 - one top-level handler
         module.fail_json(msg=str(exc), exception=traceback.format_exc())
 

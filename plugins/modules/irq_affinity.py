@@ -226,7 +226,7 @@ def main() -> None:
     except (_irq.IrqError, _tuning.TuningInputError, _ledger.LedgerError) as exc:
         module.fail_json(msg=str(exc), interface=module.params["interface"])
     except _restore.CommandError as exc:
-        module.fail_json(msg=str(exc), rc=exc.rc, stdout=exc.stdout, stderr=exc.stderr)
+        module.fail_json(**exc.fail_kwargs())
     except Exception as exc:  # noqa: BLE001 - one top-level handler
         module.fail_json(msg=f"{module.params['interface']}: {exc}", exception=traceback.format_exc())
 

@@ -115,14 +115,8 @@ import tempfile
 import traceback
 
 from ansible.module_utils.basic import AnsibleModule
+from ansible_collections.xdplab.testbed.plugins.module_utils.common import _command
 from ansible_collections.xdplab.testbed.plugins.module_utils.kernel import _build_logic as _kernel
-
-
-def run(module: AnsibleModule, argv: list[str], cwd: str) -> str:
-    rc, out, err = module.run_command(argv, cwd=cwd, environ_update={"LC_ALL": "C"})
-    if rc != 0:
-        module.fail_json(msg=f"{' '.join(argv[:3])} failed (rc={rc})", rc=rc, stdout=out, stderr=err, cmd=argv)
-    return out
 
 
 def running_config() -> str:
@@ -212,7 +206,7 @@ def main() -> None:
         os.makedirs(build)
         give(build)
         if p["base"] in ("tinyconfig", "defconfig"):
-            run(module, [*as_user, make, "-s", f"O={build}", p["base"]], cwd=src)
+            _command.run(module, [*as_user, make, "-s", f"O={build}", p["base"]], cwd=src)
         else:
             if p["base"] == "file":
                 try:
@@ -227,9 +221,9 @@ def main() -> None:
             give(os.path.join(build, ".config"))
         if fragments:
             # merge_config.sh makes its temporary file in the current directory: the scratch one
-            run(module, [*as_user, "/bin/sh", merge, "-m", "-O", build, os.path.join(build, ".config"), *fragments],
-                cwd=build)
-        run(module, [*as_user, make, "-s", f"O={build}", "olddefconfig"], cwd=src)
+            _command.run(module, [*as_user, "/bin/sh", merge, "-m", "-O", build, os.path.join(build, ".config"),
+                                  *fragments], cwd=build)
+        _command.run(module, [*as_user, make, "-s", f"O={build}", "olddefconfig"], cwd=src)
         with open(os.path.join(build, ".config")) as fh:
             final_text = fh.read()
         final = _kernel.parse_config(final_text)
@@ -265,6 +259,8 @@ def main() -> None:
         module.exit_json(**result)
     except _kernel.KernelError as exc:
         module.fail_json(msg=str(exc))
+    except _command.CommandError as exc:
+        module.fail_json(**exc.fail_kwargs())
     except Exception as exc:  # noqa: BLE001 - one top-level handler
         module.fail_json(msg=f"kernel_config failed: {exc}", exception=traceback.format_exc())
     finally:

@@ -158,9 +158,11 @@ import traceback
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.urls import fetch_url
+from ansible_collections.xdplab.testbed.plugins.module_utils.common import _command
 from ansible_collections.xdplab.testbed.plugins.module_utils.kernel import _build_logic as _kernel
 
-C_ENV = {"LC_ALL": "C", "GIT_COMMITTER_NAME": "xdplab.testbed", "GIT_COMMITTER_EMAIL": "xdplab@example.invalid"}
+# What git needs beside the C locale (common._command) to commit the series it applies.
+GIT_ENV = {"GIT_COMMITTER_NAME": "xdplab.testbed", "GIT_COMMITTER_EMAIL": "xdplab@example.invalid"}
 
 
 class PatchFailed(Exception):
@@ -215,12 +217,14 @@ class Series:
             argv = [self.git, "-c", "core.hooksPath=/dev/null", *argv[1:]]
         argv = self.as_user + argv  # the build user's, when one is given: root never runs them on its tree
         # as the build user, git reads no configuration of root's ($HOME/.gitconfig)
-        env = dict(C_ENV, HOME="/nonexistent") if self.as_user else C_ENV
-        rc, out, err = self.module.run_command(argv, data=data, cwd=cwd or self.src, environ_update=env,
-                                               binary_data=True)
-        if check and rc != 0:
-            raise PatchFailed(f"{argv[0]} {argv[1]} failed (rc={rc})", rc=rc, stdout=out, stderr=err, cmd=argv)
-        return rc, out, err
+        env = dict(GIT_ENV, HOME="/nonexistent") if self.as_user else GIT_ENV
+        try:
+            return _command.run(self.module, argv, what=f"{argv[0]} {argv[1]}", ok=(0,) if check else None, env=env,
+                                data=data, cwd=cwd or self.src, binary_data=True)
+        except _command.CommandError as exc:
+            raise PatchFailed(f"{argv[0]} {argv[1]} failed (rc={exc.rc})", rc=exc.rc, stdout=exc.stdout,
+                              stderr=exc.stderr, cmd=exc.cmd) from None
+
 
     # ------------------------------------------------------------ input
     def load(self) -> list[tuple[_kernel.PatchInfo, str]]:

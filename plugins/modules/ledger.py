@@ -187,7 +187,6 @@ def main() -> None:
         supports_check_mode=True,
     )
     p = module.params
-    module.run_command_environ_update = {"LC_ALL": "C"}
     changed, removed, kept, result, set_aside_list = False, [], [], {}, []
     failed: list[str] = []
     try:

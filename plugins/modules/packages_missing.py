@@ -59,7 +59,7 @@ missing:
 """
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.xdplab.testbed.plugins.module_utils.common import _dpkg_status
+from ansible_collections.xdplab.testbed.plugins.module_utils.common import _command, _dpkg_status
 
 
 def main() -> None:
@@ -70,10 +70,10 @@ def main() -> None:
     stdout = ""
     if argv:
         # rc 1 means some name is not known to dpkg at all: that name is missing, the others are listed.
-        rc, stdout, stderr = module.run_command(argv, environ_update={"LC_ALL": "C"})
-        if rc not in (0, 1):
-            module.fail_json(msg=f"dpkg-query failed (rc {rc})", rc=rc, stdout=stdout, stderr=stderr,
-                             cmd=argv)
+        try:
+            _rc, stdout, _stderr = _command.run(module, argv, what="dpkg-query", ok=(0, 1))
+        except _command.CommandError as exc:
+            module.fail_json(**exc.fail_kwargs())
     module.exit_json(changed=False, missing=_dpkg_status.missing(names, stdout))
 
 

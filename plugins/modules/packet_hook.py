@@ -180,7 +180,7 @@ import os
 import traceback
 
 from ansible.module_utils.basic import AnsibleModule, missing_required_lib
-from ansible_collections.xdplab.testbed.plugins.module_utils.common import _process_identity, _validate
+from ansible_collections.xdplab.testbed.plugins.module_utils.common import _command, _process_identity, _validate
 from ansible_collections.xdplab.testbed.plugins.module_utils.state import _ledger
 from ansible_collections.xdplab.testbed.plugins.module_utils.tuning._plan_and_snapshots import current_netns_name
 from ansible_collections.xdplab.testbed.plugins.module_utils.xdp import _hooks
@@ -191,9 +191,6 @@ try:
 except ImportError:
     IPRoute = None
 
-C_ENV = {"LC_ALL": "C", "LANG": "C"}
-
-
 class Hook:
     def __init__(self, module: AnsibleModule) -> None:
         self.module = module
@@ -203,11 +200,11 @@ class Hook:
 
     def run(self, argv: list[str], what: str, data: str | None = None, hint: str = "") -> str:
         """Run argv; on failure fail naming `what`, the tool's message and `hint` (what to check)."""
-        rc, out, err = self.module.run_command(argv, data=data, environ_update=C_ENV, binary_data=data is not None)
-        if rc != 0:
-            self.module.fail_json(msg=f"{what} failed (rc {rc}): {err.strip() or out.strip()}{hint}", rc=rc,
-                                  stdout=out, stderr=err, cmd=argv)
-        return out
+        try:
+            return _command.run(self.module, argv, what=what, data=data, binary_data=data is not None)[1]
+        except _command.CommandError as exc:
+            self.module.fail_json(**dict(exc.fail_kwargs(), msg=f"{exc}{hint}"))
+            raise
 
     def entry(self) -> dict:
         key = {"interface": self.p["interface"]}

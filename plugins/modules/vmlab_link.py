@@ -72,6 +72,7 @@ import json
 import traceback
 
 from ansible.module_utils.basic import AnsibleModule
+from ansible_collections.xdplab.testbed.plugins.module_utils.common import _command
 from ansible_collections.xdplab.testbed.plugins.module_utils.state import _ledger
 from ansible_collections.xdplab.testbed.plugins.module_utils.testbed import _vmlab_guests as _vmlab
 
@@ -82,12 +83,12 @@ PREF = 1
 
 
 def _wired(module: AnsibleModule, tc: str, netns: str, tap: str, peer: str) -> bool:
-    rc, out, _dummy = module.run_command([tc, "-n", netns, "filter", "show", "dev", tap, "ingress"])
+    rc, out, _dummy = _command.run(module, [tc, "-n", netns, "filter", "show", "dev", tap, "ingress"], ok=None)
     return rc == 0 and f"Redirect to device {peer}" in out
 
 
 def _tc_json(module: AnsibleModule, argv: list[str]) -> list[dict]:
-    rc, out, err = module.run_command(argv)
+    rc, out, err = _command.run(module, argv, ok=None)
     if rc != 0:
         module.fail_json(msg=f"cannot read {' '.join(argv[3:])}", rc=rc, stdout=out, stderr=err, cmd=argv)
     try:
@@ -132,7 +133,6 @@ def main() -> None:
         supports_check_mode=True,
     )
     p = module.params
-    module.run_command_environ_update = {"LC_ALL": "C"}
     try:
         guests = []
         for g in p["guests"]:
@@ -150,7 +150,7 @@ def main() -> None:
         tc = module.get_bin_path("tc", required=True)
         changed = False
         for tap in (t for pair in pairs for t in pair):  # every tap checked before any is wired
-            rc, _dummy, err = module.run_command([ip, "-n", p["netns"], "link", "show", "dev", tap])
+            rc, _dummy, err = _command.run(module, [ip, "-n", p["netns"], "link", "show", "dev", tap], ok=None)
             if rc != 0:
                 module.fail_json(msg=f"{owner[tap]}: its tap {tap} is not in namespace {p['netns']}; the guest's "
                                  "QEMU is not running (taps live as long as their QEMU)", rc=rc, stderr=err)
@@ -171,7 +171,7 @@ def main() -> None:
                      peer],
                 ]
                 for argv in steps:
-                    rc, out, err = module.run_command(argv)
+                    rc, out, err = _command.run(module, argv, ok=None)
                     if rc != 0 or err.strip():
                         module.fail_json(msg=f"joining {tap} to {peer} in {p['netns']} failed: {' '.join(argv)}",
                                          rc=rc, stdout=out, stderr=err)

@@ -214,6 +214,7 @@ import traceback  # noqa: E402
 from typing import Any  # noqa: E402
 
 from ansible.module_utils.basic import AnsibleModule, missing_required_lib  # noqa: E402
+from ansible_collections.xdplab.testbed.plugins.module_utils.common import _command  # noqa: E402
 from ansible_collections.xdplab.testbed.plugins.module_utils.state import _ledger  # noqa: E402
 from ansible_collections.xdplab.testbed.plugins.module_utils.tuning._plan_and_snapshots import current_netns_name  # noqa: E402
 from ansible_collections.xdplab.testbed.plugins.module_utils.xdp import _bpf  # noqa: E402
@@ -223,9 +224,6 @@ try:
     from pyroute2 import IPRoute
 except ImportError:
     IPRoute = None
-
-C_ENV = {"LC_ALL": "C", "LANG": "C"}
-
 
 class XdpProg:
     def __init__(self, module: AnsibleModule, ipr: Any) -> None:
@@ -239,11 +237,12 @@ class XdpProg:
         self.module.fail_json(msg=msg, interface=self.p["interface"], **kw)
 
     def run(self, argv: list[str], what: str) -> str:
-        rc, out, err = self.module.run_command(argv, environ_update=C_ENV)
-        if rc != 0:
-            tail = "\n".join(err.strip().splitlines()[-15:])
-            self.fail(f"{what} failed (rc {rc}): {tail}", rc=rc, stdout=out, stderr=err, cmd=argv)
-        return out
+        """Run argv (common._command); fail naming the interface, the tool's rc, stdout and stderr."""
+        try:
+            return _command.run(self.module, argv, what=what)[1]
+        except _command.CommandError as exc:
+            self.fail(**exc.fail_kwargs())
+            raise
 
     def ifindex_of(self, name: str) -> int:
         found = self.ipr.link_lookup(ifname=name)
@@ -391,7 +390,7 @@ class XdpProg:
             if fd >= 0:
                 os.close(fd)
             if mounted:
-                self.module.run_command(["umount", pin_dir], environ_update=C_ENV)
+                _command.run(self.module, ["umount", pin_dir], ok=None)
             if not os.path.ismount(pin_dir):
                 os.rmdir(pin_dir)
 

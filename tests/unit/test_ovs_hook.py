@@ -13,6 +13,7 @@ import json
 import os
 
 import pytest
+from ansible_collections.xdplab.testbed.plugins.module_utils.common import _command
 from ansible_collections.xdplab.testbed.plugins.module_utils.state import _ledger
 from ansible_collections.xdplab.testbed.plugins.module_utils.traffic._dut_counters import (
     CounterError,
@@ -148,7 +149,7 @@ class FakeModule:
         raise Failed(kw["msg"])
 
     def run_command(self, argv, data=None, environ_update=None, binary_data=False):
-        assert environ_update == {"LC_ALL": "C", "LANG": "C"}
+        assert environ_update == _command.C_LOCALE
         self.calls.append(argv[1:])
         ledger = self.params["ledger_dir"]
         self.ledger_at_call.append(sorted(os.listdir(ledger)) if os.path.isdir(ledger) else [])

@@ -11,6 +11,7 @@ import struct
 from types import SimpleNamespace
 
 import pytest
+from ansible_collections.xdplab.testbed.plugins.module_utils.common import _command
 from ansible_collections.xdplab.testbed.plugins.module_utils.xdp import _bpf
 from ansible_collections.xdplab.testbed.plugins.module_utils.xdp import _program_objects as _xdp
 from ansible_collections.xdplab.testbed.plugins.modules import xdp_prog
@@ -253,7 +254,7 @@ def test_detach_runs_bpftool_with_the_attached_mode(attached_generic):
     mod.run_command = run
     res = xdp_prog.XdpProg(mod, SimpleNamespace()).detach(4)
     assert mod.calls == [(["/usr/sbin/bpftool", "net", "detach", "xdpgeneric", "dev", "veth0"],
-                          {"LC_ALL": "C", "LANG": "C"})]
+                          _command.C_LOCALE)]
     assert res["changed"] is True
     assert res["diff"]["before"] == {"attached": True, "mode": "generic", "name": "xdp_drop",
                                      "tag": "55bc38b694061edc", "prog_id": 41}

@@ -40,7 +40,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from ansible_collections.xdplab.testbed.plugins.module_utils.common import _netns_switch, _validate
+from ansible_collections.xdplab.testbed.plugins.module_utils.common import _command, _netns_switch, _validate
 from ansible_collections.xdplab.testbed.plugins.module_utils.common import _process_identity as _proc
 from ansible_collections.xdplab.testbed.plugins.module_utils.tuning import _restore
 from ansible_collections.xdplab.testbed.plugins.module_utils.tuning._ethtool_netlink import EthtoolNetlink
@@ -176,7 +176,7 @@ COMMON_FIELDS: dict[str, Check] = {"run_id": _OPT_STR, "created": _STR}
 
 class Cleaner:
     """Removes one ledger object on this host, tolerating that it is already gone. ``module`` is the
-    calling AnsibleModule (its run_command in the C locale, get_bin_path)."""
+    calling AnsibleModule (its run_command, through common._command: the C locale; get_bin_path)."""
 
     def __init__(self, module: Any):
         self.module = module
@@ -187,9 +187,11 @@ class Cleaner:
 
     def run(self, argv: list[str], gone: tuple[str, ...]) -> None:
         """Run argv; a failure whose stderr says one of ``gone`` (already gone) is not one."""
-        rc, out, err = self.module.run_command(argv)
-        if rc != 0 and not any(g in err for g in gone):
-            raise RuntimeError(f"{' '.join(argv)} failed (rc={rc}): {err.strip() or out.strip()}")
+        _command.run(self.module, argv, what=" ".join(argv), gone=gone)
+
+    def read(self, argv: list[str]) -> tuple[int, str, str]:
+        """Run argv that only reads, whatever its exit status."""
+        return _command.run(self.module, argv, ok=None)
 
     def netns_exists(self, name: str) -> bool:
         return os.path.exists(os.path.join(NETNS_DIR, name))
@@ -246,7 +248,7 @@ def _netns_remove(c: Cleaner, entry: dict) -> None:
     if entry.get("found"):
         _undo_found(c, name, entry.get("undo_found") or {})
         return
-    rc, out, _dummy = c.module.run_command([c.ip, "netns", "pids", name])
+    rc, out, _dummy = c.read([c.ip, "netns", "pids", name])
     for pid in out.split() if rc == 0 else []:
         _kill_in_netns(int(pid), name)
     c.run([c.ip, "netns", "delete", name], ("No such file",))
@@ -345,7 +347,7 @@ def _tc_remove(c: Cleaner, entry: dict) -> None:
     c.run([*tc, "filter", "del", "dev", key["interface"], "ingress", "pref", str(entry["pref"]),
            *handle, kind], (*gone, "Filter with specified priority"))
     if entry.get("created_clsact"):
-        rc, out, _err = c.module.run_command([*tc, "-j", "filter", "show", "dev", key["interface"], "ingress"])
+        rc, out, _err = c.read([*tc, "-j", "filter", "show", "dev", key["interface"], "ingress"])
         if rc == 0 and not json.loads(out or "[]"):
             c.run([*tc, "qdisc", "del", "dev", key["interface"], "clsact"], gone)
 

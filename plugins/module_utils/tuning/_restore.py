@@ -23,6 +23,7 @@ from __future__ import annotations
 import os
 from typing import Any, Protocol
 
+from ansible_collections.xdplab.testbed.plugins.module_utils.common import _command
 from ansible_collections.xdplab.testbed.plugins.module_utils.tuning import _ethtool_netlink as _ethtool
 from ansible_collections.xdplab.testbed.plugins.module_utils.tuning import _host_knobs as th
 from ansible_collections.xdplab.testbed.plugins.module_utils.tuning import _irq_strategies as _irq
@@ -40,12 +41,8 @@ class Runner(Protocol):
     def atomic_move(self, src: str, dest: str) -> None: ...
 
 
-class CommandError(Exception):
-    """A tool failed; raised (not fail_json) so a caller can roll back or go on first."""
-
-    def __init__(self, msg: str, rc: int, stdout: str, stderr: str) -> None:
-        super().__init__(msg)
-        self.rc, self.stdout, self.stderr = rc, stdout, stderr
+# A tool failed; raised (not fail_json) so a caller can roll back or go on first.
+CommandError = _command.CommandError
 
 
 class RestoreError(RuntimeError):
@@ -202,9 +199,7 @@ def systemctl(runner: Runner, action: str, unit: str = "irqbalance") -> None:
     if not os.path.isdir("/run/systemd/system"):
         raise CommandError(f"{unit} is running but systemd is not: cannot {action} it (do it by hand)", 1, "", "")
     exe = runner.get_bin_path("systemctl", required=True)
-    rc, out, err = runner.run_command([exe, action, unit], environ_update={"LC_ALL": "C"})
-    if rc != 0:
-        raise CommandError(f"systemctl {action} {unit} failed", rc, out, err)
+    _command.run(runner, [exe, action, unit], what=f"systemctl {action} {unit}")
 
 
 def restore_irq(runner: Runner, store: _tuning.SnapshotStore, key: str, ifname: str,
@@ -270,10 +265,7 @@ class HostWriter:
         self.pidfile = os.path.join(state_dir, "cpu_dma_latency.pid")
 
     def run(self, argv: list[str]) -> str:
-        rc, out, err = self.m.run_command(argv, environ_update={"LC_ALL": "C"})
-        if rc != 0:
-            raise CommandError(f"{' '.join(argv)} failed", rc, out, err)
-        return out
+        return _command.run(self.m, argv, what=" ".join(argv))[1]
 
     def write(self, path: str, value: str) -> None:
         try:
@@ -286,7 +278,7 @@ class HostWriter:
     def set_tuned_profile(self, value: str | None) -> None:
         exe = self.m.get_bin_path("tuned-adm", required=True)
         argv = [exe, "profile", value] if value else [exe, "off"]
-        rc, out, err = self.m.run_command(argv, environ_update={"LC_ALL": "C"})
+        rc, out, err = _command.run(self.m, argv, ok=None)
         # tuned-adm can exit 0 without applying anything ("(re)start failed"): check its words too.
         if rc != 0 or "failed" in (out + err).lower() or "Cannot talk to TuneD" in out + err:
             raise CommandError(f"{' '.join(argv)} did not apply the profile", rc, out, err)
@@ -344,7 +336,7 @@ class HostWriter:
             return th.read_sysctl(name)
         th.read_sysctl(name, root="/nonexistent")  # validates the name
         argv = self._in_netns([self.m.get_bin_path("sysctl", required=True), "-n", name])
-        rc, out, _err = self.m.run_command(argv, environ_update={"LC_ALL": "C"})
+        rc, out, _err = _command.run(self.m, argv, ok=None)
         return " ".join(out.split()) if rc == 0 else None
 
     def write_sysctl(self, name: str, value: str) -> None:

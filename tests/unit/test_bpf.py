@@ -17,17 +17,6 @@ TCA_OPTIONS_RAW = (b"<\x00\x02\x00\x13\x00\x07\x00tc_drop.o:[tc]\x00\x00\x08\x00
                    b"\x08\x00\x00\x00")
 
 
-@pytest.mark.parametrize("text,cpus", [("0-1\n", [0, 1]), ("0", [0]), ("0-3,8,10-11", [0, 1, 2, 3, 8, 10, 11])])
-def test_parse_cpu_list(text, cpus):
-    assert _bpf.parse_cpu_list(text) == cpus
-
-
-@pytest.mark.parametrize("text", ["", "3-1", "a-b", "0-"])
-def test_parse_cpu_list_rejects(text):
-    with pytest.raises(ValueError, match="bad cpu list"):
-        _bpf.parse_cpu_list(text)
-
-
 def test_possible_cpus_counts_the_mask(tmp_path):
     p = tmp_path / "possible"
     p.write_text("0-3,6\n")

@@ -135,16 +135,6 @@ def test_reader_failures_become_warnings(vm_root):
     assert len(w) == 2 and "netlink says no" in w[0]
 
 
-@pytest.mark.parametrize("text,expected", [("0-3,8,10-11", [0, 1, 2, 3, 8, 10, 11]), ("0", [0]), ("", [])])
-def test_parse_cpu_list(text, expected):
-    assert ef.parse_cpu_list(text) == expected
-
-
-def test_parse_cpu_list_bad():
-    with pytest.raises(ValueError, match="bad CPU list '0-x'"):
-        ef.parse_cpu_list("0-x")
-
-
 def test_fingerprint_diff():
     a = {"kernel": "6.18.44", "cpu_model": "AMD EPYC", "ethtool": {"eth0": {"ring": {"rx": 512}}},
          "generator": {"kernel": "6.18.44"}}

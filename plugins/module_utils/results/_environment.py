@@ -25,6 +25,8 @@ import struct
 from collections.abc import Callable
 from typing import Any
 
+from ansible_collections.xdplab.testbed.plugins.module_utils.common import _validate
+
 __all__ = [
     "SystemReader",
     "gather",
@@ -32,7 +34,6 @@ __all__ = [
     "interface_facts",
     "fingerprint_diff",
     "flatten",
-    "parse_cpu_list",
     "netfilter_modules",
     "drvinfo",
     "DEFAULT_PATCHES_FILE",
@@ -87,22 +88,6 @@ class SystemReader:
             return os.path.basename(os.readlink(self.path(p)))
         except OSError:
             return None
-
-
-def parse_cpu_list(text: str) -> list[int]:
-    """'0-3,8,10-11' -> [0, 1, 2, 3, 8, 10, 11]; raises ValueError naming bad text."""
-    out: list[int] = []
-    text = text.strip()
-    if not text:
-        return out
-    for part in text.split(","):
-        lo, _dummy, hi = part.partition("-")
-        try:
-            a, b = int(lo), int(hi) if hi else int(lo)
-        except ValueError:
-            raise ValueError(f"bad CPU list {text!r}") from None
-        out.extend(range(a, b + 1))
-    return out
 
 
 # ---------------------------------------------------------------- host keys
@@ -202,14 +187,14 @@ def host_facts(r: SystemReader, patches_file: str = DEFAULT_PATCHES_FILE,
     out.update(_cpuinfo(r))
     online = r.line("/sys/devices/system/cpu/online")
     if online:
-        out["cpus_online"] = len(parse_cpu_list(online))
+        out["cpus_online"] = len(_validate.cpulist(online, "/sys/devices/system/cpu/online"))
         out["cpus_online_list"] = online
     smt = r.line("/sys/devices/system/cpu/smt/control")
     if smt:
         out["smt"] = smt
     nodes = r.line("/sys/devices/system/node/online")
     if nodes:
-        out["numa_nodes"] = len(parse_cpu_list(nodes))
+        out["numa_nodes"] = len(_validate.cpulist(nodes, "/sys/devices/system/node/online"))
     gov = _governor(r)
     if gov:
         out["governor"] = gov

@@ -31,6 +31,8 @@ import struct
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
+from ansible_collections.xdplab.testbed.plugins.module_utils.common import _validate
+
 try:
     from pyroute2 import IPRoute
 
@@ -311,25 +313,6 @@ def keys(fd: int, key_size: int) -> Iterator[bytes]:
 
 # ---- per-CPU values ----------------------------------------------------------------------------
 
-def parse_cpu_list(text: str) -> list[int]:
-    """CPUs of a kernel cpu list such as ``0-3,8,10-11``."""
-    cpus: list[int] = []
-    for part in text.strip().split(","):
-        if not part:
-            continue
-        lo, sep, hi = part.partition("-")
-        try:
-            first, last = int(lo), int(hi) if sep else int(lo)
-        except ValueError:
-            raise ValueError(f"bad cpu list {text.strip()!r}") from None
-        if last < first:
-            raise ValueError(f"bad cpu list {text.strip()!r}")
-        cpus.extend(range(first, last + 1))
-    if not cpus:
-        raise ValueError(f"bad cpu list {text.strip()!r}")
-    return cpus
-
-
 POSSIBLE_CPUS = "/sys/devices/system/cpu/possible"
 
 
@@ -337,7 +320,10 @@ POSSIBLE_CPUS = "/sys/devices/system/cpu/possible"
 def possible_cpus(path: str = POSSIBLE_CPUS) -> int:
     """Number of possible CPUs: how many values a per-CPU map lookup returns (cached)."""
     with open(path, encoding="ascii") as f:
-        return len(parse_cpu_list(f.read()))
+        cpus = _validate.cpulist(f.read(), path)
+    if not cpus:
+        raise _validate.ValidationError(f"{path}: no CPU in it")
+    return len(cpus)
 
 
 def percpu_value_size(value_size: int, ncpus: int) -> int:

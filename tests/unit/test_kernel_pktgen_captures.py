@@ -4,12 +4,9 @@ the collection's pktgen parser to the figures printed in them."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
+from _fixtures import read_fixture
 from ansible_collections.xdplab.testbed.plugins.module_utils.traffic import _output_parsers as _parsers
-
-FIX = Path(__file__).resolve().parent / "fixtures" / "pktgen"
 
 
 @pytest.mark.parametrize(
@@ -20,7 +17,7 @@ FIX = Path(__file__).resolve().parent / "fixtures" / "pktgen"
     ],
 )
 def test_device_captures_parse(name, pps, packets, pkt_size, usec):
-    parsed = _parsers.parse("pktgen", (FIX / name).read_text())
+    parsed = _parsers.parse("pktgen", read_fixture(f"pktgen/{name}"))
     assert parsed["pps"] == pps
     assert parsed["packets"] == packets
     assert parsed["pkt_size"] == pkt_size
@@ -31,10 +28,12 @@ def test_device_captures_parse(name, pps, packets, pkt_size, usec):
 @pytest.mark.parametrize("name", ["qemu_thread_kpktgend_0_dummy.txt", "qemu_thread_kpktgend_0_veth.txt"])
 def test_thread_captures_have_no_rates(name):
     with pytest.raises(_parsers.ParseError, match="thread file"):
-        _parsers.parse("pktgen", (FIX / name).read_text())
+        _parsers.parse("pktgen", read_fixture(f"pktgen/{name}"))
 
 
 def test_unpatched_pgctrl_has_no_fixture_marker():
-    text = (FIX / "qemu_pgctrl_unpatched.txt").read_text()
+    """The fixture patch series adds an 'xdplab-fixture' line to pgctrl: the unpatched kernel's has none
+    (the capture's own provenance line, '#xdplab-fixture: ...', is not part of what the kernel printed)."""
+    text = read_fixture("pktgen/qemu_pgctrl_unpatched.txt")
     assert text.startswith("Packet Generator for packet performance testing. Version: 2.75")
     assert "xdplab-fixture" not in text

@@ -13,6 +13,7 @@ import json
 import os
 
 import pytest
+from _fixtures import read_fixture
 from ansible_collections.xdplab.testbed.plugins.module_utils.common import _command
 from ansible_collections.xdplab.testbed.plugins.module_utils.state import _ledger
 from ansible_collections.xdplab.testbed.plugins.module_utils.traffic._dut_counters import (
@@ -24,13 +25,11 @@ from ansible_collections.xdplab.testbed.plugins.module_utils.traffic._dut_counte
 from ansible_collections.xdplab.testbed.plugins.module_utils.xdp import _hooks
 from ansible_collections.xdplab.testbed.plugins.modules import packet_hook
 
-FIXTURES = os.path.join(os.path.dirname(__file__), "fixtures", "ovs")
 UDP_FLOW = {"src": "198.18.0.1", "dst": "198.18.0.2", "proto": "udp", "sport": 9, "dport": 9}
 
 
 def fixture(name: str) -> str:
-    with open(os.path.join(FIXTURES, name), encoding="utf-8") as fh:
-        return fh.read()
+    return read_fixture(f"ovs/{name}")
 
 
 # -- pure logic -----------------------------------------------------------------------------------

@@ -13,16 +13,13 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from _fixtures import read_fixture
 from ansible_collections.xdplab.testbed.plugins.module_utils.traffic._output_parsers import TOOLS, ParseError, parse
 
 FIX = Path(__file__).parent / "fixtures"
 
 
-def load(rel: str) -> str:
-    text = (FIX / rel).read_text()
-    lines = text.splitlines(keepends=True)
-    assert lines[0].startswith("#xdplab-fixture:"), f"{rel} does not say where it came from"
-    return "".join(ln for ln in lines if not ln.startswith("#xdplab-fixture:"))
+load = read_fixture
 
 
 # ------------------------------------------------------------------ pktgen
@@ -396,9 +393,9 @@ def test_every_parser_returns_float_pps():
 
 def test_huge_number_is_a_parse_error_not_an_overflow():
     """Found by the hostile-input property test: a 400-digit usec field overflowed float()."""
-    text = (FIX / "pktgen").glob("qemu_*")
-    capture = next(p for p in sorted(text) if p.suffix in ("", ".txt") and "Result: OK" in p.read_text())
-    bad = capture.read_text().replace("Result: OK: ", "Result: OK: " + "9" * 400, 1)
+    texts = [read_fixture(p.relative_to(FIX)) for p in sorted((FIX / "pktgen").glob("qemu_*.txt"))]
+    capture = next(t for t in texts if "Result: OK" in t)
+    bad = capture.replace("Result: OK: ", "Result: OK: " + "9" * 400, 1)
     with pytest.raises(ParseError, match="out of range"):
         parse("pktgen", bad)
 

@@ -3,9 +3,8 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
+from _fixtures import read_fixture
 from ansible_collections.xdplab.testbed.plugins.module_utils.traffic._client_server_argv import (
     parse_info,
     parse_sink,
@@ -27,7 +26,6 @@ def parser_for(tool):
     return GENERATORS[tool].parser
 
 
-FIX = Path(__file__).parent / "fixtures" / "xsk"
 MAC = "02:00:00:00:00:02"
 
 ARGV_CASES = [
@@ -116,7 +114,7 @@ def test_bad_server(spec, msg):
 
 
 def test_parse_xsksink_real_output():
-    out = parse_sink((FIX / "xsksink_2bursts.txt").read_text())
+    out = parse_sink(read_fixture("xsk/xsksink_2bursts.txt"))
     assert out["tool"] == "xsksink" and out["packets"] == 278896
     assert [b["packets"] for b in out["bursts"]] == [234048, 44848]
     assert out["bursts"][0]["pps"] == pytest.approx(234048 / 1.009258)
@@ -125,13 +123,13 @@ def test_parse_xsksink_real_output():
 
 
 def test_parse_udpsink_real_output():
-    out = parse_sink((FIX / "udpsink_1burst.txt").read_text())
+    out = parse_sink(read_fixture("xsk/udpsink_1burst.txt"))
     assert out["tool"] == "udpsink" and [b["packets"] for b in out["bursts"]] == [94208]
     assert out["info"]["rcvbuf_errors"] == 0
 
 
 def test_parse_sink_killed_or_inconsistent():
-    text = (FIX / "xsksink_2bursts.txt").read_text()
+    text = read_fixture("xsk/xsksink_2bursts.txt")
     killed = "\n".join(line for line in text.splitlines() if "total" not in line)
     with pytest.raises(ValueError, match="no 'total packets=' line"):
         parse_sink(killed)
@@ -141,13 +139,13 @@ def test_parse_sink_killed_or_inconsistent():
 
 
 def test_generator_outputs_parse_with_their_parser():
-    xsk = (FIX / "xskgen_request.txt").read_text()
+    xsk = read_fixture("xsk/xskgen_request.txt")
     parsed = parse(parser_for("xskgen"), xsk)
     assert parsed["packets"] == 20000 and parsed["pps"] == pytest.approx(20000 / 0.043394)
     info = parse_info("xskgen", xsk)
     assert info["tx_metadata"] == "request" and info["tx_timestamp_filled"] == 20000
     assert info["mode_note"].startswith("copy (zero-copy refused")
-    udp = (FIX / "udpgen_count.txt").read_text()
+    udp = read_fixture("xsk/udpgen_count.txt")
     assert parse(parser_for("udpgen"), udp)["packets"] == 20000
     assert parse_info("udpgen", udp) == {"size": 64, "payload": 22, "batch": 64, "flows": 1, "send_errors": 0}
 

@@ -3,7 +3,7 @@
 
 Runs INSIDE a guest booted by xdplab.testbed.qemu_exec (host root shared read-only), e.g.:
 
-    qemu_exec command: /work/main/.venv/bin/python /work/main/tests/qemu/pktgen_run.py \
+    qemu_exec chdir: <the checkout>, command: .venv/bin/python tests/qemu/pktgen_run.py \
         --variant patched --out /run/xdplab-out/record.json --raw /run/xdplab-out/pktgen-raw
 
 Drives /proc/net/pktgen through pgctrl (one thread, one device: a dummy or a veth whose peer exists),

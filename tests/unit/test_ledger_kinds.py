@@ -169,3 +169,33 @@ def test_rows_in_netns_are_skipped_when_their_namespace_is_gone(tmp_path, monkey
         if row.in_netns:
             assert _kinds.Cleaner(m).remove(_entry(kind, netns="xdplab-gone")) is None
     assert m.calls == []
+
+
+def test_worked_example_a_new_kind_is_one_row(tmp_path, monkeypatch):
+    """CONTRIBUTING Recipe 4, worked: a kind that exists only as a row (here added at run time, as a
+    contributor adds it to _ROWS) is recorded with its undo fields checked, listed, ordered by its row
+    and undone by its row's remove; nothing else in the ledger knows its name."""
+    removed = []
+
+    def remove(cleaner, entry):
+        cleaner.run(["/usr/sbin/ip", "link", "set", "dev", entry["key"]["interface"], "threaded", "0"],
+                    ("Cannot find device",))
+        removed.append(entry["key"]["interface"])
+
+    row = _kinds.Kind("napi", {"interface": _kinds._ifname}, remove, order=1, in_netns=True,
+                      undo={"threaded": _kinds._BOOL})
+    monkeypatch.setitem(_kinds.TABLE, "napi", row)
+    directory = str(tmp_path / "ledger")
+    entry = _ledger.check_entry("napi", {"interface": "veth0"}, "xdplab-dut")
+    path, created = _ledger.record(directory, entry, "run1", threaded=False)
+    assert created
+    with pytest.raises(_ledger.LedgerError, match="ledger napi threaded must be true or false"):
+        _ledger.record(directory, _ledger.check_entry("napi", {"interface": "veth1"}), None, threaded="0")
+    [(listed, e)] = _ledger.entries(directory)
+    assert listed == path and e["threaded"] is False
+    netns = _ledger.check_entry("netns", {"name": "xdplab-x"})
+    assert [x["kind"] for _p, x in _ledger.teardown_plan([("b", netns), ("a", e)])] == ["napi", "netns"]
+    monkeypatch.setattr(_kinds.Cleaner, "netns_exists", lambda self, name: True)
+    m = FakeModule(tmp_path)
+    assert _kinds.Cleaner(m).remove(e) is None
+    assert removed == ["veth0"] and m.calls == [["/usr/sbin/ip", "link", "set", "dev", "veth0", "threaded", "0"]]

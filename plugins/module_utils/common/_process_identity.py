@@ -37,6 +37,24 @@ def boot_id(proc: str = "/proc") -> str:
         return fh.read().strip()
 
 
+_MACHINE_ID_RE = re.compile(r"^[0-9a-f]{32}\Z")
+
+
+def machine_id(paths: tuple[str, ...] = ("/etc/machine-id", "/var/lib/dbus/machine-id")) -> str | None:
+    """This machine's id (machine-id(5)), None when it has none that is well formed. With the boot id it
+    tells this machine's processes from those of a clone with the same hostname; a clone that kept the
+    machine id still has a boot id of its own."""
+    for path in paths:
+        try:
+            with open(path, encoding="ascii") as fh:
+                text = fh.read(64).strip()
+        except (OSError, UnicodeDecodeError):
+            continue
+        if _MACHINE_ID_RE.match(text):
+            return text
+    return None
+
+
 def pids_by_comm(comm: str, proc: str = "/proc") -> list[int]:
     """The pids whose /proc/PID/comm is ``comm`` (a daemon found by name: irqbalance, ovs-vswitchd)."""
     pids = []

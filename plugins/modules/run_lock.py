@@ -64,8 +64,8 @@ options:
   stale_holder:
     description:
       - A holder on another host that its own host found dead (the action plugin checks holders that ran
-        on this boot of the controller - machine id, boot id, pid and start time). The lock is taken over only if it is still
-        exactly that holder; a live or different holder is never replaced.
+        on this boot of the controller - machine id, boot id, pid and start time). The lock is taken over
+        only if it is still exactly that holder; a live or different holder is never replaced.
     type: dict
 attributes:
   check_mode:
@@ -113,8 +113,8 @@ from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.xdplab.testbed.plugins.module_utils.state._ledger import (
     Holder,
     LockHeld,
-    held_message,
     acquire,
+    held_message,
     holder_alive,
     holder_identity,
     read_lock,

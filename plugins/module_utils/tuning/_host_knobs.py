@@ -404,9 +404,11 @@ def stop_latency_holder(pidfile: str) -> bool:
 
 
 def read_sysctl(name: str, root: str = "/") -> str | None:
-    if not re.fullmatch(r"[A-Za-z0-9_.\-/]+", name) or ".." in name:
-        raise HostTuningError(f"not a sysctl name: {name!r}")
-    value = _line(root, "/proc/sys/" + name.replace(".", "/"))
+    try:
+        path = _validate.sysctl_path(name)
+    except _validate.ValidationError as exc:
+        raise HostTuningError(str(exc)) from None
+    value = _line(root, "/proc/sys/" + path)
     return " ".join(value.split()) if value is not None else None
 
 

@@ -23,6 +23,7 @@ from __future__ import annotations
 import os
 from typing import Any, Protocol
 
+from ansible_collections.xdplab.testbed.plugins.module_utils.common import _validate
 from ansible_collections.xdplab.testbed.plugins.module_utils.tuning import _ethtool_netlink as _ethtool
 from ansible_collections.xdplab.testbed.plugins.module_utils.tuning import _host_knobs as th
 from ansible_collections.xdplab.testbed.plugins.module_utils.tuning import _irq_strategies as _irq
@@ -351,7 +352,7 @@ class HostWriter:
         """The runtime value only (a sysctl file the caller kept is its own)."""
         if self.netns is None:
             th.read_sysctl(name, root="/nonexistent")  # validates the name
-            self.write("/proc/sys/" + name.replace(".", "/"), value)
+            self.write("/proc/sys/" + _validate.sysctl_path(name), value)
         else:
             self.run(self._in_netns([self.m.get_bin_path("sysctl", required=True), "-q", "-w", f"{name}={value}"]))
 

@@ -93,7 +93,7 @@ def test_qemu_exec_values_reach_qemu_whole(tmp_path):
     odd = tmp_path / HOSTILE
     for sub in ("host dir,x=1", "cwd,readonly=off", "share,security_model=passthrough"):
         (odd / sub).mkdir(parents=True)
-    disk = odd / "disk,format=qcow2,file=/etc/shadow"
+    disk = odd / "disk,format=qcow2,file=shadow"
     disk.write_bytes(b"\0" * 65536)
     share = _qemu.Share(str(odd / "share,security_model=passthrough"), "t1", "/mnt/t1")
     spec = _qemu.GuestSpec(kernel=_fake_bzimage(tmp_path / "bzImage"), command="true", rundir=str(odd / "run,x=y"),
@@ -117,7 +117,7 @@ def test_vmlab_guest_values_reach_qemu_whole(tmp_path):
     odd = tmp_path / HOSTILE
     rundir = odd / "run,readonly=off"
     (rundir / "share").mkdir(parents=True)
-    image = odd / "root,snapshot=off,file=/etc/shadow.img"
+    image = odd / "root,snapshot=off,file=shadow.img"
     image.write_bytes(b"\0" * 65536)
     guest = _vmlab.Guest(name="vmodd", index=1, kernel=_fake_bzimage(tmp_path / "bzImage"), image=str(image),
                          rundir=str(rundir), ssh_port=_free_port())

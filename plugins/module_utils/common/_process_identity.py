@@ -8,7 +8,7 @@ anyone's. The collection therefore records a process as its identity - pid, star
 since boot, field 22 of /proc/PID/stat) and the boot id (/proc/sys/kernel/random/boot_id) - and signals
 it only through ``send()``, which
 
-- refuses pid 1, pid 0 and negative pids (process groups), and this process itself;
+- refuses pid 1, pid 0 and negative pids (process groups), this process itself and its ancestors;
 - opens a pidfd first, then checks start time and boot id against the record, then signals through
   the pidfd, so the pid cannot be reused between the check and the signal;
 - returns False (and signals nothing) when the process is gone or is another process now.
@@ -88,6 +88,20 @@ def start_time(pid: int, proc: str = "/proc") -> int | None:
     return int(fields[19])
 
 
+def ancestors(proc: str = "/proc") -> set[int]:
+    """The pids of this process's parent, its parent, ... up to pid 1: never signalled (a stale record
+    naming the ansible-playbook that runs us, or a shell around it, must not stop it)."""
+    seen: set[int] = set()
+    pid = os.getpid()
+    while pid > 1 and pid not in seen:
+        fields = _stat_fields(pid, proc)
+        if fields is None:
+            break
+        pid = int(fields[1])
+        seen.add(pid)
+    return seen
+
+
 def identity(pid: int, proc: str = "/proc") -> dict[str, Any] | None:
     """{"pid", "start", "boot_id"} of a live process, None when there is none with that pid."""
     check_pid(pid)
@@ -133,6 +147,8 @@ def send(ident: dict[str, Any], sig: int, proc: str = "/proc") -> bool:
     pid = ident["pid"]
     if pid == os.getpid():
         raise ProcessIdentityError(f"refusing to signal this process itself (pid {pid})")
+    if pid in ancestors(proc):
+        raise ProcessIdentityError(f"refusing to signal pid {pid}: it is an ancestor of this process")
     pidfd = None
     if proc == "/proc" and hasattr(os, "pidfd_open"):
         try:

@@ -38,6 +38,10 @@ from dataclasses import dataclass, field
 
 from ansible_collections.xdplab.testbed.plugins.module_utils.common import _process_identity as _proc
 from ansible_collections.xdplab.testbed.plugins.module_utils.common import _validate
+from ansible_collections.xdplab.testbed.plugins.module_utils.common._atomic_files import (
+    PrivateDirError,
+    check_private_dir,
+)
 
 OUT_TAG = "xdplab_out"
 GUEST_TMPFS = ("/tmp", "/run", "/var/tmp")  # noqa: S108 - mount points in the guest, not used on the host
@@ -484,10 +488,10 @@ def _kill_group(proc: subprocess.Popen) -> None:
 def prepare(spec: GuestSpec) -> tuple[list[str], str]:
     """Write the run directory (init, command, initramfs) and return (argv, console_log)."""
     validate_spec(spec)
-    os.makedirs(spec.rundir, mode=0o700, exist_ok=True)
-    st = os.lstat(spec.rundir)
-    if stat.S_ISLNK(st.st_mode) or st.st_uid != os.geteuid():
-        raise QemuError(f"rundir {spec.rundir!r} is a symlink or not owned by uid {os.geteuid()}")
+    try:  # owner and mode (and the directories above it) before anything in it is trusted
+        check_private_dir(spec.rundir, "QEMU run directory")
+    except PrivateDirError as exc:
+        raise QemuError(str(exc)) from None
     os.chmod(spec.rundir, 0o700)
     # The output share is the guest's to write: whatever a previous guest left there (symlinks
     # included) goes, the directory is made afresh, and the host opens files in it only with O_NOFOLLOW.

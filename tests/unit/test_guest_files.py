@@ -92,7 +92,7 @@ def test_a_rundir_another_user_could_write_is_refused_naming_it(tmp_path, mode, 
 def test_a_rundir_under_a_directory_others_can_write_is_refused(tmp_path):
     shared = tmp_path / "shared"
     shared.mkdir()
-    os.chmod(shared, 0o777)  # no sticky bit: anyone can rename the run directory away
+    os.chmod(shared, 0o777)  # noqa: S103 - the hostile case: no sticky bit, anyone can rename the run directory
     spec = _spec(tmp_path)
     spec.rundir = str(shared / "run")
     with pytest.raises(_qemu.QemuError, match=f"the directory above it, {str(shared)!r}, is group/world-writable"):

@@ -596,3 +596,22 @@ def test_a_nul_byte_in_a_report_path_is_named(args):
     # found by the property test above: os.path.realpath raised ValueError out of the module
     kind, result, _calls = drive("bench_report", args)
     assert kind == "fail" and "holds a NUL byte: not a path" in result["msg"], result
+
+
+def test_every_threat_model_row_names_tests_that_exist():
+    """docs/safety.md's threat model: each row names the tests that hold it, and each named test exists."""
+    import re
+
+    root = Path(__file__).resolve().parents[2]
+    doc = (root / "docs" / "safety.md").read_text(encoding="utf-8")
+    table = doc[doc.index("## Threat model"):]
+    rows = [line for line in table.splitlines() if line.startswith("| ")][1:]
+    assert len(rows) >= 8
+    for row in rows:
+        held = row.rstrip(" |").rsplit(" | ", 1)[1]
+        files = re.findall(r"`(tests/[\w/]+\.py)(?:::(\w+))?`(?: \(([^)]*)\))?", held)
+        assert files, f"a threat model row names no test: {row[:80]}"
+        for path, name, names in files:
+            text = (root / path).read_text(encoding="utf-8")
+            for test in [name] + re.findall(r"`(test_\w+)`", names):
+                assert not test or f"def {test}(" in text, f"{path} has no {test}"

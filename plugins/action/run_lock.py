@@ -3,11 +3,12 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
 """Action for xdplab.testbed.run_lock: the holder is this controller's ansible-playbook process.
 
-The holder is recorded with its start time and this machine's boot id. When a target's lock is held
-by a run of *this* controller whose process is provably gone (no such pid, another start time, or
-another boot), the target cannot tell - it cannot see the controller's processes - so the action
-checks here and asks the module to take over exactly that holder (``stale_holder``). A holder on a
-third machine, or one that cannot be proven dead, is never taken over without ``steal``.
+The holder is recorded with its start time, this machine's boot id and its machine id. When a target's
+lock is held by a run of *this* boot of *this* controller whose process is provably gone (no such pid,
+or another start time), the target cannot tell - it cannot see the controller's processes - so the
+action checks here and asks the module to take over exactly that holder (``stale_holder``). A holder on
+another machine (a clone with the same hostname included) or another boot, which cannot be proven
+dead, is never taken over unless ``steal`` names it.
 """
 
 from __future__ import annotations
@@ -19,16 +20,18 @@ from ansible.plugins.action import ActionBase
 from ansible_collections.xdplab.testbed.plugins.module_utils.common import _process_identity as _proc
 
 
-def holder_dead_here(holder: dict, this_host: str, proc: str = "/proc") -> bool:
-    """Whether a lock holder that ran on this machine is provably gone."""
-    if not isinstance(holder, dict) or holder.get("host") != this_host:
+def holder_dead_here(holder: dict, proc: str = "/proc") -> bool:
+    """Whether a lock holder that ran on this very boot of this machine (machine id and boot id both
+    ours; the hostname proves nothing) is provably gone: its pid is gone or has another start time."""
+    if not isinstance(holder, dict) or holder.get("unreadable"):
         return False
     try:
         pid = int(holder.get("pid"))
     except (TypeError, ValueError):
         return False
-    if holder.get("boot_id") and holder["boot_id"] != _proc.boot_id(proc):
-        return True  # this machine has rebooted since: every process of that boot is gone
+    machine = _proc.machine_id()
+    if not machine or holder.get("machine_id") != machine or holder.get("boot_id") != _proc.boot_id(proc):
+        return False
     if pid <= 1:
         return False
     start = _proc.start_time(pid, proc)
@@ -52,10 +55,12 @@ class ActionModule(ActionBase):
             if start is not None:
                 args.setdefault("owner_start", start)
             args.setdefault("owner_boot_id", _proc.boot_id())
+            if _proc.machine_id():
+                args.setdefault("owner_machine_id", _proc.machine_id())
         res = self._execute_module("xdplab.testbed.run_lock", module_args=args, task_vars=task_vars)
         holder = res.get("holder")
         if res.get("failed") and holder and args.get("state", "held") == "held" \
-                and holder_dead_here(holder, socket.gethostname()):
+                and holder_dead_here(holder):
             res = self._execute_module("xdplab.testbed.run_lock", module_args=dict(args, stale_holder=holder),
                                        task_vars=task_vars)
         result.update(res)

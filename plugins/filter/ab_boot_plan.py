@@ -52,11 +52,15 @@ _value:
 from ansible.errors import AnsibleFilterError
 from ansible_collections.xdplab.testbed.plugins.module_utils.results._rounds import DEFAULT_BOOTS, boot_plan
 
+MAX_BOOTS = 10000
+
 
 def ab_boot_plan(kernels: list, boots: int = DEFAULT_BOOTS, order: str = "abba") -> list[dict]:
     try:
+        if int(boots) > MAX_BOOTS:  # a plan is built whole: a huge count would exhaust memory
+            raise ValueError(f"boots {boots!r} is more than {MAX_BOOTS}")
         return boot_plan(list(kernels), int(boots), order)
-    except (TypeError, ValueError) as exc:
+    except (TypeError, ValueError, OverflowError) as exc:
         raise AnsibleFilterError(f"ab_boot_plan: {exc}") from exc
 
 

@@ -34,13 +34,18 @@ _value:
   elements: str
 """
 
+import re
+
 from ansible.errors import AnsibleFilterError
 from ansible_collections.xdplab.testbed.plugins.module_utils.kernel._build_logic import setpriv_argv
 
+_USER_RE = re.compile(r"^(?:[a-z_][a-z0-9_-]{0,31})?\Z")  # useradd(8)'s names (empty: no build user)
+
 
 def as_build_user(user):
-    if not isinstance(user, str):
-        raise AnsibleFilterError(f"as_build_user: the build user must be a name, got {user!r}")
+    if not isinstance(user, str) or not _USER_RE.match(user):
+        raise AnsibleFilterError(f"as_build_user: the build user must be a user name (lowercase letters, digits, "
+                                 f"'_' and '-', at most 32), got {user!r}")
     return setpriv_argv(user, user)
 
 

@@ -46,11 +46,15 @@ _value:
 from ansible.errors import AnsibleFilterError
 from ansible_collections.xdplab.testbed.plugins.module_utils.results._rounds import schedule
 
+MAX_ROUNDS = 10000
+
 
 def bench_schedule(items: list, rounds: int, order: str = "abab") -> list[dict]:
     try:
+        if int(rounds) > MAX_ROUNDS:  # a schedule is built whole: a huge count would exhaust memory
+            raise ValueError(f"rounds {rounds!r} is more than {MAX_ROUNDS}")
         return schedule(list(items), int(rounds), order)
-    except (TypeError, ValueError) as exc:
+    except (TypeError, ValueError, OverflowError) as exc:
         raise AnsibleFilterError(f"bench_schedule: {exc}") from exc
 
 

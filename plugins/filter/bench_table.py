@@ -38,6 +38,9 @@ from ansible_collections.xdplab.testbed.plugins.module_utils.results._run_summar
 
 
 def bench_table(run_dir: str) -> str:
+    if not isinstance(run_dir, str) or not run_dir or "\0" in run_dir:
+        # an int would be opened as a file descriptor
+        raise AnsibleFilterError(f"bench_table: the run directory must be a path, got {run_dir!r}")
     try:
         records = load_run(run_dir)
     except (OSError, ValueError) as exc:

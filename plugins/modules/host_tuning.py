@@ -69,11 +69,17 @@ options:
     default: false
   kernel_cmdline:
     description:
-      - Kernel parameters to set in C(GRUB_CMDLINE_LINUX) of I(grub_file), for example C(isolcpus) and C(nohz_full);
+      - Kernel parameters to set in C(GRUB_CMDLINE_LINUX), for example C(isolcpus) and C(nohz_full);
         a value of C(null) or C(false) removes the parameter, C(true) sets it without a value.
+      - "The line edited is the one the effective value comes from, read as C(grub-mkconfig) reads it:
+        I(grub_file), then the C(*.cfg) files of I(grub_file)C(.d), the last assignment winning. A last
+        assignment that is not plain (inside C(if), C(case) or a loop, after C(&&), referring to other
+        variables, C(unset)) is refused naming file, line and form; so is a parameter that
+        C(GRUB_CMDLINE_LINUX_DEFAULT) also names, and a new value for a parameter given several times.
+        Restore puts the line back byte for byte."
     type: dict
   grub_file:
-    description: The bootloader defaults file edited for I(kernel_cmdline).
+    description: The bootloader defaults file; its C(.d/*.cfg) files are read (and edited) too.
     type: path
     default: /etc/default/grub
   sysctl_snapshot:
@@ -239,13 +245,12 @@ def present(module: AnsibleModule, host: _restore.HostWriter, store: _tuning.Sna
                 changes[knob] = {"before": order, "after": []}
                 snapshot["netfilter_modules"] = order
         elif knob == "kernel_cmdline":
-            with open(p["grub_file"], encoding="utf-8") as fh:
-                text = fh.read()
-            new_text, old, new = th.edit_grub(text, p["kernel_cmdline"])
-            if old != new:
-                saved = th.grub_snapshot(text)  # the original line, restored byte for byte
-                changes[knob] = {"before": old, "after": new, "_text": new_text, "_restore": saved}
-                snapshot["kernel_cmdline"] = saved
+            # where the effective value comes from: grub_file or grub_file.d/*.cfg, as grub-mkconfig reads them
+            edit = th.edit_grub_sources(th.read_grub_sources(p["grub_file"]), p["kernel_cmdline"], p["grub_file"])
+            if edit.old != edit.new:
+                changes[knob] = {"before": edit.old, "after": edit.new, "file": edit.path, "_text": edit.text,
+                                 "_path": edit.path, "_restore": edit.saved}
+                snapshot["kernel_cmdline"] = edit.saved  # the original line, restored byte for byte
                 reboot = True
         elif knob == "cpu_dma_latency":
             holder = th.holder_pid(host.pidfile)
@@ -285,7 +290,7 @@ def _apply(host: _restore.HostWriter, changes: dict[str, dict[str, Any]]) -> Non
             if knob == "netfilter_unload":
                 host.unload_modules(ch["before"])
             elif knob == "kernel_cmdline":
-                host.write_grub(ch["_text"])
+                host.write_grub(ch["_text"], ch["_path"])
             else:
                 getattr(host, f"set_{knob}")(ch["after"])
             done.append(knob)

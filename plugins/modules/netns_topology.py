@@ -201,7 +201,7 @@ import traceback
 from typing import Any
 
 from ansible.module_utils.basic import AnsibleModule, missing_required_lib
-from ansible_collections.xdplab.testbed.plugins.module_utils.common import _netns_switch
+from ansible_collections.xdplab.testbed.plugins.module_utils.common import _netns_switch, _validate
 from ansible_collections.xdplab.testbed.plugins.module_utils.state import _ledger
 from ansible_collections.xdplab.testbed.plugins.module_utils.testbed._topology import (
     Action,
@@ -343,7 +343,7 @@ class Kernel:
         return _netns_switch.call_in_netns(ns, func, NETNS_RUN_DIR)
 
     def read_sysctl(self, ns: str, key: str) -> str | None:
-        path = "/proc/sys/" + key.replace(".", "/")
+        path = "/proc/sys/" + _validate.sysctl_path(key)
 
         def read() -> str | None:
             try:
@@ -355,7 +355,7 @@ class Kernel:
         return self._in_netns(ns, read)
 
     def write_sysctl(self, ns: str, key: str, value: str) -> None:
-        path = "/proc/sys/" + key.replace(".", "/")
+        path = "/proc/sys/" + _validate.sysctl_path(key)
 
         def write() -> None:
             if not os.path.exists(path):

@@ -75,13 +75,14 @@ options:
   chdir:
     description:
       - Directory the command runs in. With O(rootfs=host9p), the host directory of that path is shared
-        read-only at the same path (unless a share or C(/usr) shows it).
+        read-only at the same path (unless a share or C(/usr) shows it); C(/etc) and what is under it are
+        refused, as for O(host_dirs).
     type: str
     default: /
   host_dirs:
     description:
       - With O(rootfs=host9p), host directories the command reads, shared read-only at the same path
-        (a kernel variant's state directory, say). Not C(/) or C(/etc).
+        (a kernel variant's state directory, say). Not C(/), C(/etc) or under C(/etc).
     type: list
     elements: path
     default: []

@@ -207,46 +207,97 @@ import json
 import os
 import shutil
 import signal
+import stat
 import time
 import traceback
 
 from ansible.module_utils.basic import AnsibleModule
+from ansible_collections.xdplab.testbed.plugins.module_utils.common import _process_identity as _proc
+from ansible_collections.xdplab.testbed.plugins.module_utils.common._atomic_files import (
+    PrivateDirError,
+    check_ancestors,
+    check_private_dir,
+    write_json_atomic,
+)
 from ansible_collections.xdplab.testbed.plugins.module_utils.kernel import _qemu_guest as _qemu
 from ansible_collections.xdplab.testbed.plugins.module_utils.state import _ledger
 from ansible_collections.xdplab.testbed.plugins.module_utils.testbed import _vmlab_guests as _vmlab
 
+STATE_MAX = 1 << 20
+
 
 def _state(rundir: str) -> dict | None:
+    """guest.json of a run directory already checked (_check_rundir): a regular file of ours, opened
+    without following a link, bounded. Anything else is no state (and so nothing to signal)."""
     try:
-        with open(os.path.join(rundir, "guest.json"), encoding="utf-8") as fh:
-            return json.load(fh)
-    except (FileNotFoundError, ValueError):
+        fd = os.open(os.path.join(rundir, "guest.json"), os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except OSError:
+        return None
+    with os.fdopen(fd, "rb") as fh:
+        st = os.fstat(fh.fileno())
+        if not stat.S_ISREG(st.st_mode) or st.st_uid != os.geteuid() or st.st_mode & 0o022:
+            return None
+        try:
+            state = json.loads(fh.read(STATE_MAX))
+        except ValueError:
+            return None
+    return state if isinstance(state, dict) else None
+
+
+def _identity(state: dict | None, name: str) -> dict | None:
+    """The QEMU's identity (pid, start time, boot id) when the state names one of ours for this guest:
+    its recorded argv carries our marker (``-name xdplab-vmlab-NAME``) and hashes to the recorded
+    command line. None otherwise: nothing is signalled on the word of a file alone."""
+    if not state:
+        return None
+    argv = state.get("argv")
+    marker = f"xdplab-vmlab-{name},process=xdplab-vmlab-{name}"
+    if not isinstance(argv, list) or not all(isinstance(a, str) for a in argv) or marker not in argv:
+        return None
+    if hashlib.sha256(b"\0".join(os.fsencode(a) for a in argv) + b"\0").hexdigest() != state.get("cmdline_sha256"):
+        return None
+    try:
+        return _proc.check_identity({"pid": state.get("pid"), "start": state.get("start"),
+                                     "boot_id": state.get("boot_id")}, f"guest {name!r} QEMU")
+    except _proc.ProcessIdentityError:
         return None
 
 
-def _running(state: dict | None) -> bool:
-    """The recorded QEMU still runs with the recorded command line (not a recycled pid)."""
-    if not state:
+def _running(state: dict | None, name: str) -> bool:
+    """The recorded QEMU still runs: same pid, start time and boot, and the recorded command line."""
+    ident = _identity(state, name)
+    if ident is None or not _proc.same(ident):
         return False
     try:
-        with open(f"/proc/{state['pid']}/cmdline", "rb") as fh:
+        with open(f"/proc/{ident['pid']}/cmdline", "rb") as fh:
             cmdline = fh.read()
-    except (FileNotFoundError, KeyError):
+    except OSError:
         return False
-    return hashlib.sha256(cmdline).hexdigest() == state.get("cmdline_sha256") and _vmlab.alive(state["pid"])
+    return hashlib.sha256(cmdline).hexdigest() == state["cmdline_sha256"]
 
 
-def _kill(pid: int, grace: float = 5.0) -> None:
-    for sig, wait in ((signal.SIGTERM, grace), (signal.SIGKILL, 10.0)):
-        try:
-            os.kill(pid, sig)
-        except ProcessLookupError:
-            return
-        end = time.monotonic() + wait
-        while time.monotonic() < end:
-            if not _vmlab.alive(pid):
-                return
-            time.sleep(0.1)
+def _kill(pid: int, grace: float = 5.0, ident: dict | None = None) -> None:
+    """SIGTERM, then SIGKILL, to exactly that process (pidfd, identity checked; never pid 1, this
+    process or its ancestors). Without ``ident``, ``pid`` is a child this task started and has not
+    reaped: its pid cannot have been reused, and its identity is read now."""
+    ident = ident or _proc.identity(pid)
+    if ident is not None:
+        _proc.stop(ident, signal.SIGTERM, grace)
+
+
+def _drop_entry(entry, ledger_dir: str) -> None:
+    """Remove a ledger entry file named by state, only when it lies directly in the ledger directory
+    (a path from a state file is never unlinked elsewhere)."""
+    if not isinstance(entry, str) or not entry:
+        return
+    real, top = os.path.realpath(entry), os.path.realpath(ledger_dir)
+    if os.path.dirname(real) != top or not real.endswith(".json"):
+        raise _ledger.LedgerError(f"ledger entry {entry!r} is not a file of the ledger directory {ledger_dir!r}: "
+                                  "refusing to remove it")
+    try:
+        os.unlink(real)
+    except FileNotFoundError:
+        pass
 
 
 _OURS = ("guest.json", "share", "console.log", "qemu.log", "qemu.pid", _vmlab.DISK_FILE)
@@ -258,6 +309,13 @@ def _check_rundir(module: AnsibleModule, name: str, rundir: str) -> None:
     norm = os.path.normpath(rundir)
     if not os.path.isabs(rundir) or ".." in rundir.split("/") or norm.count("/") < 2:
         module.fail_json(msg=f"guest {name!r}: rundir {rundir!r} must be an absolute path at least two levels deep")
+    try:
+        if os.path.lexists(norm):  # owner and mode before anything in it is trusted (guest.json)
+            check_private_dir(norm, "vmlab run directory", create=False)
+        else:
+            check_ancestors(norm, "vmlab run directory")
+    except PrivateDirError as exc:
+        module.fail_json(msg=f"guest {name!r}: {exc}")
     if os.path.isdir(norm):
         foreign = sorted(set(os.listdir(norm)) - set(_OURS))
         if foreign:
@@ -270,10 +328,11 @@ def _stop(module: AnsibleModule, rundir: str, ledger_dir: str) -> bool:
     changed = os.path.isdir(rundir)
     if module.check_mode:
         module.exit_json(changed=changed, console_log=os.path.join(rundir, "console.log"))
-    if _running(state):
-        _kill(int(state["pid"]))
-    if state and state.get("ledger_entry") and os.path.exists(state["ledger_entry"]):
-        os.unlink(state["ledger_entry"])
+    if _running(state, module.params["name"]):
+        ident = _identity(state, module.params["name"])
+        _kill(ident["pid"], ident=ident)
+    if state:
+        _drop_entry(state.get("ledger_entry"), ledger_dir)
     if os.path.isdir(rundir):
         shutil.rmtree(rundir)
     return changed
@@ -316,8 +375,7 @@ def _fail_boot(module: AnsibleModule, p: dict, rundir: str, pid: int, entry: str
     except FileNotFoundError:
         qemu_out = ""
     tail = _qemu.console_tail(os.path.join(rundir, "console.log"), 30)
-    if os.path.exists(entry):
-        os.unlink(entry)
+    _drop_entry(entry, p["ledger_dir"])
     shutil.rmtree(rundir, ignore_errors=True)
     why = ("QEMU exited" if status == "exited"
            else f"its sshd did not answer on 127.0.0.1:{p['ssh_port']} within {p['boot_timeout']:.0f}s")
@@ -368,7 +426,7 @@ def main() -> None:
             module.exit_json(changed=_stop(module, rundir, p["ledger_dir"]), console_log=console)
 
         state = _state(rundir)
-        if _running(state):
+        if _running(state, p["name"]):
             banner = _vmlab.ssh_banner(p["ssh_port"])
             if p["wait"] and banner is None:
                 deadline = time.monotonic() + p["boot_timeout"] - (time.time() - state["started"])
@@ -436,17 +494,17 @@ def main() -> None:
                     pass
                 said = _tail(os.path.join(rundir, "qemu.log"), 1) or "no output"
                 reason += f"; but the KVM guest exited at once ({said}): fell back to TCG"
-                if os.path.exists(entry):
-                    os.unlink(entry)
+                _drop_entry(entry, p["ledger_dir"])
                 launched.clear()
                 guest.accel = "tcg"
                 pid, entry, argv, started = _launch(p, guest, launched)
-        record = {"pid": pid, "argv": argv, "started": time.time() - (time.monotonic() - started),
+        ident = _proc.identity(pid) or {}
+        record = {"pid": pid, "start": ident.get("start"), "boot_id": ident.get("boot_id"),
+                  "argv": argv, "started": time.time() - (time.monotonic() - started),
                   "accel": guest.accel, "ledger_entry": entry,
                   "cmdline_sha256": hashlib.sha256(b"\0".join(os.fsencode(a) for a in argv) + b"\0").hexdigest(),
                   "taps": {nic.name: _vmlab.tap_name(guest, slot) for slot, nic in enumerate(guest.nics, start=1)}}
-        with open(os.path.join(rundir, "guest.json"), "w", encoding="utf-8") as fh:
-            json.dump(record, fh)
+        write_json_atomic(os.path.join(rundir, "guest.json"), record, mode=0o600)
 
         banner = None
         if p["wait"]:
@@ -459,13 +517,12 @@ def main() -> None:
                          drivers={nic.name: _vmlab.NIC_MODELS[nic.model]["driver"] for nic in guest.nics})
     except _vmlab.VmlabError as exc:
         module.fail_json(msg=str(exc))
-    except _ledger.LedgerError as exc:
+    except (_ledger.LedgerError, _proc.ProcessIdentityError) as exc:
         module.fail_json(msg=f"guest {p['name']!r}: {exc}")
     except Exception as exc:  # noqa: BLE001 - one top-level handler, as the collection's modules do
         for pid, entry in launched:  # a guest this task started is not left behind
             _kill(pid, grace=1.0)
-            if os.path.exists(entry):
-                os.unlink(entry)
+            _drop_entry(entry, p["ledger_dir"])
         module.fail_json(msg=f"vmlab_guest {p['name']!r} failed: {exc}", exception=traceback.format_exc())
 
 

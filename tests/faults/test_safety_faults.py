@@ -136,7 +136,8 @@ def test_two_runs_never_both_take_over_a_stale_lock(tmp_path):
     for _round in range(5):
         os.makedirs(os.path.dirname(path), exist_ok=True)
         with open(path, "w") as fh:  # a stale holder: a pid that does not exist
-            json.dump({"pid": 4194304, "pid_start": 1, "host": os.uname().nodename, "since": "x"}, fh)
+            json.dump({"pid": 4194304, "pid_start": 1, "host": os.uname().nodename, "since": "x",
+                       "boot_id": _proc.boot_id(), "machine_id": _proc.machine_id()}, fh)
         ctx = multiprocessing.get_context("fork")
         barrier, results = ctx.Barrier(4), ctx.Queue()
         procs = [ctx.Process(target=_race, args=(path, barrier, results, i)) for i in range(4)]
@@ -179,23 +180,29 @@ def test_remote_lock_of_a_dead_controller_is_cleared_from_the_controller(tmp_pat
     path = str(tmp_path / "run.lock")
     dead = subprocess.Popen(["true"])  # noqa: S607
     dead.wait()
-    acquire(path, dead.pid, host="ctl-x", pid_start=12345, boot_id=_proc.boot_id())
+    acquire(path, dead.pid, host="ctl-x", pid_start=12345, boot_id=_proc.boot_id(), machine_id="c" * 32)
     holder = dict(read_lock(path).__dict__)
-    with pytest.raises(LockHeld, match="another host"):  # the target alone: never
+    with pytest.raises(LockHeld, match="cannot tell"):  # the target alone: never
         acquire(path, os.getpid(), host="ctl-x")
-    assert holder_dead_here(holder, "ctl-x")  # the controller: its own pid is gone
-    status, prev = acquire(path, os.getpid(), host="ctl-x", stale=Holder(**holder))
+    assert not holder_dead_here(holder)  # another machine id: the controller cannot judge it either
+    holder = dict(holder, machine_id=_proc.machine_id())
+    os.unlink(path)
+    acquire(path, dead.pid, host="ctl-x", pid_start=12345, boot_id=_proc.boot_id(), machine_id=_proc.machine_id())
+    assert holder_dead_here(holder)  # the controller: its own pid is gone
+    status, prev = acquire(path, os.getpid(), host="ctl-x", stale=Holder(**dict(read_lock(path).__dict__)))
     assert status == "taken-over" and prev.pid == dead.pid
     assert read_lock(path).pid == os.getpid()
 
 
 def test_holder_alive_on_the_controller_is_not_cleared(victim):
     me = os.uname().nodename
-    live = {"pid": victim.pid, "pid_start": _proc.start_time(victim.pid), "host": me, "boot_id": _proc.boot_id()}
-    assert not holder_dead_here(live, me)
-    assert not holder_dead_here(dict(live, host="elsewhere"), me)
-    assert holder_dead_here(dict(live, boot_id=OTHER_BOOT), me)
-    assert holder_dead_here(dict(live, pid_start=live["pid_start"] + 1), me)
+    live = {"pid": victim.pid, "pid_start": _proc.start_time(victim.pid), "host": me, "boot_id": _proc.boot_id(),
+            "machine_id": _proc.machine_id()}
+    assert not holder_dead_here(live)
+    assert not holder_dead_here(dict(live, host="elsewhere"))
+    assert not holder_dead_here(dict(live, boot_id=OTHER_BOOT)), "another boot (or a clone) cannot be judged"
+    assert not holder_dead_here(dict(live, machine_id="c" * 32)), "a clone with our hostname cannot be judged"
+    assert holder_dead_here(dict(live, pid_start=live["pid_start"] + 1))
 
 
 def test_a_stale_holder_that_changed_is_not_taken_over(tmp_path):

@@ -77,3 +77,24 @@ def test_rundir_that_is_a_symlink_is_refused(tmp_path):
     (tmp_path / "run").symlink_to(real)
     with pytest.raises(_qemu.QemuError, match="symlink"):
         _qemu.prepare(spec)
+
+
+@pytest.mark.parametrize("mode, needle", [(0o770, "is group/world-writable"), (0o707, "is group/world-writable")])
+def test_a_rundir_another_user_could_write_is_refused_naming_it(tmp_path, mode, needle):
+    spec = _spec(tmp_path)
+    (tmp_path / "run").mkdir()
+    os.chmod(tmp_path / "run", mode)
+    with pytest.raises(_qemu.QemuError, match=f"QEMU run directory {str(tmp_path / 'run')!r} {needle}"):
+        _qemu.prepare(spec)
+    assert os.listdir(tmp_path / "run") == []
+
+
+def test_a_rundir_under_a_directory_others_can_write_is_refused(tmp_path):
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    os.chmod(shared, 0o777)  # noqa: S103 - the hostile case: no sticky bit, anyone can rename the run directory
+    spec = _spec(tmp_path)
+    spec.rundir = str(shared / "run")
+    with pytest.raises(_qemu.QemuError, match=f"the directory above it, {str(shared)!r}, is group/world-writable"):
+        _qemu.prepare(spec)
+    assert not (shared / "run").exists() or os.listdir(shared / "run") == []

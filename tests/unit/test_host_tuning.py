@@ -133,3 +133,15 @@ def test_latency_holder_refuses_negative(tmp_path):
         th.start_latency_holder(-1, str(tmp_path / "pid"))
     with pytest.raises(th.HostTuningError, match="does not exist on this host"):
         th.start_latency_holder(0, str(tmp_path / "pid"), root=str(tmp_path))
+
+
+def test_sysctl_of_a_vlan_interface_is_read_from_its_own_directory(tmp_path):
+    conf = tmp_path / "proc/sys/net/ipv4/conf"
+    (conf / "eth0.1").mkdir(parents=True)
+    (conf / "eth0.1" / "rp_filter").write_text("2\n")
+    (conf / "eth0" / "1").mkdir(parents=True)
+    (conf / "eth0" / "1" / "rp_filter").write_text("0\n")  # what the '.' -> '/' mapping would have read
+    from ansible_collections.xdplab.testbed.plugins.module_utils.tuning import _host_knobs
+
+    for name in ("net.ipv4.conf.eth0/1.rp_filter", "net/ipv4/conf/eth0.1/rp_filter"):
+        assert _host_knobs.read_sysctl(name, root=str(tmp_path)) == "2"

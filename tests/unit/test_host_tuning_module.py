@@ -118,7 +118,7 @@ def test_kernel_cmdline_edit_then_restore(tmp_path, loaded):
     mod = FakeModule(tmp_path, kernel_cmdline={"isolcpus": "2-3", "nohz_full": "2-3"})
     result, _dummy = run(mod)
     assert result["reboot_required"] and result["changes"]["kernel_cmdline"] == {
-        "before": "console=ttyS0", "after": "console=ttyS0 isolcpus=2-3 nohz_full=2-3"}
+        "before": "console=ttyS0", "after": "console=ttyS0 isolcpus=2-3 nohz_full=2-3", "file": str(grub)}
     assert 'GRUB_CMDLINE_LINUX="console=ttyS0 isolcpus=2-3 nohz_full=2-3"' in grub.read_text()
     assert any("update-grub not found" in w for w in mod.warnings)
     again, _dummy = run(FakeModule(tmp_path, kernel_cmdline={"isolcpus": "2-3", "nohz_full": "2-3"}))
@@ -138,3 +138,31 @@ def test_unsupported_knobs_fail_before_anything_or_are_skipped(tmp_path, loaded)
     result, _dummy = run(mod)
     assert result["skipped_settings"] == ["governor: this host has no cpufreq scaling_governor"]
     assert mod.calls[0] == ["/usr/sbin/rmmod", "nft_chain_nat"]
+
+
+def test_kernel_cmdline_in_a_grub_d_drop_in_is_edited_there_and_restored_byte_exact(tmp_path, loaded):
+    grub = tmp_path / "grub"
+    grub.write_text('GRUB_DEFAULT=0\nGRUB_CMDLINE_LINUX=""\n')
+    (tmp_path / "grub.d").mkdir()
+    cfg = tmp_path / "grub.d" / "50-cloudimg.cfg"
+    cfg.write_text('# image\nexport GRUB_CMDLINE_LINUX="console=tty0 console=ttyS0"  # serial\n')
+    before = (grub.read_bytes(), cfg.read_bytes())
+    result, _dummy = run(FakeModule(tmp_path, kernel_cmdline={"isolcpus": "2-3"}))
+    assert result["changes"]["kernel_cmdline"] == {"before": "console=tty0 console=ttyS0",
+                                                   "after": "console=tty0 console=ttyS0 isolcpus=2-3", "file": str(cfg)}
+    assert grub.read_bytes() == before[0]
+    assert 'export GRUB_CMDLINE_LINUX="console=tty0 console=ttyS0 isolcpus=2-3"  # serial' in cfg.read_text()
+    run(FakeModule(tmp_path, state="restored"), "restored")
+    assert (grub.read_bytes(), cfg.read_bytes()) == before
+
+
+def test_a_snapshot_naming_a_file_outside_the_grub_sources_is_refused(tmp_path):
+    from ansible_collections.xdplab.testbed.plugins.module_utils.tuning import _restore
+
+    (tmp_path / "grub").write_text("")
+    (tmp_path / "grub.d").mkdir()
+    host = _restore.HostWriter(FakeModule(tmp_path), str(tmp_path / "state"), str(tmp_path / "grub"))
+    assert host.grub_target(str(tmp_path / "grub.d" / "x.cfg")) == str(tmp_path / "grub.d" / "x.cfg")
+    for bad in ("/etc/shadow", str(tmp_path / "grub.d" / "x.sh"), str(tmp_path / "grub.d" / ".." / "grub2.cfg")):
+        with pytest.raises(th.HostTuningError, match="is not .* or a [*].cfg file"):
+            host.grub_target(bad)

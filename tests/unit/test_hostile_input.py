@@ -284,7 +284,131 @@ def _value_for(opt: dict, draw) -> object:
     return draw(hostile_text)
 
 
-def drive(name: str, args: dict) -> tuple[str, dict, list]:
+# Every module's entry: the options that name the collection's own state (pointed into a sandbox for the
+# run, or given hostile values), and "named": options whose hostile value must be refused naming it, with
+# the plain arguments that let the module reach that option's check. A module added without its entry
+# fails test_every_module_and_filter_has_its_hostile_entry.
+HOSTILE_ENTRIES: dict[str, dict] = {
+    "bench_compare": {"state": []},
+    "bench_parse": {"state": []},
+    "bench_report": {"state": ["dest"]},
+    "bench_run": {"state": ["results_dir"]},
+    "bench_sample": {"state": []},
+    "bench_server": {"state": ["log", "ledger_dir"]},
+    "env_facts": {"state": []},
+    "host_tuning": {"state": ["grub_file", "state_dir", "ledger_dir"],
+                    "named": {"kernel_cmdline": lambda v: {"isolcpus": v}},
+                    "files": {"grub_file": 'GRUB_CMDLINE_LINUX=""\n'}},
+    "interface_address": {"state": ["ledger_dir"]},
+    "irq_affinity": {"state": ["state_dir", "ledger_dir"]},
+    "kernel_config": {"state": ["dest"]},
+    "kernel_patch": {"state": ["state_dir"]},
+    "ledger": {"state": ["dir"]},
+    "neighbour": {"state": ["ledger_dir"]},
+    "netns_topology": {"state": ["ledger_dir"]},
+    "nic_tuning": {"state": ["state_dir", "ledger_dir"]},
+    "packages_missing": {"state": []},
+    "packet_hook": {"state": ["ledger_dir"]},
+    "pktgen": {"state": ["ledger_dir"]},
+    "qemu_exec": {"state": ["rundir", "ledger_dir"]},
+    "run_lock": {"state": ["path"], "base": {"owner_pid": 4194000, "owner_host": "ctl"}},
+    "source_files": {"state": ["dest"]},
+    "vmlab_guest": {"state": ["rundir", "ledger_dir"], "base": {"state": "stopped"},
+                    "named": {"name": lambda v: v}},
+    "vmlab_link": {"state": ["ledger_dir"]},
+    "xdp_prog": {"state": ["ledger_dir", "pin_dir"]},
+}
+FILTERS_PKG = "ansible_collections.xdplab.testbed.plugins.filter"
+FILTER_NAMES = sorted(m.name for m in pkgutil.iter_modules(importlib.import_module(FILTERS_PKG).__path__))
+# Every filter that takes a name, path, number or free text, with how a hostile value is fed to it; the
+# test checks it raises an AnsibleFilterError (or a ValueError) naming the value, or returns.
+# (how a hostile value reaches it, whether a refusal must name the value): free text (a console log,
+# KTAP output) is handled, names and paths are refused naming the value.
+HOSTILE_FILTERS: dict[str, tuple] = {
+    "ab_boot_plan": (lambda f, v: f(["a", "b"], v), False),
+    "ab_guest_plan": (lambda f, v: f({"index": 0, "kernel": "a"}, v, ["s"]), False),
+    "as_build_user": (lambda f, v: f(v), True),
+    "bench_schedule": (lambda f, v: f(["a", "b"], v), False),
+    "bench_table": (lambda f, v: f(v), False),
+    "boot_console": (lambda f, v: f(v, since=v), False),
+    "ktap": (lambda f, v: f(v), False),
+    "pktgen_record": (lambda f, v: f({}, v, v, v, v, {}, v, v), False),
+    "progress": (lambda f, v: f(v, v, v), False),
+    "run_id": (lambda f, v: f(v), True),
+    "series_paths": (lambda f, v: f([v], base=v), False),
+    "sweep_merge": (lambda f, v: f(v, v), False),
+    "sweep_plan": (lambda f, v: f(v, repetitions=v), False),
+    "valid_name": (lambda f, v: f(v, "ifname"), True),
+}
+
+
+class Sandbox:
+    """Records every change to the file system and every signal a module makes, letting through only
+    changes under ``root`` (the collection's own state for this run) and no signal at all (check mode)."""
+
+    WRITE_FLAGS = os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_TRUNC | os.O_APPEND
+
+    def __init__(self, root: str):
+        self.root = os.path.realpath(root)
+        self.outside: list[str] = []
+
+    def _ok(self, what: str, path) -> bool:
+        if isinstance(path, int):
+            return True
+        try:
+            real = os.path.realpath(os.fsdecode(path))
+        except (TypeError, ValueError):
+            return True  # a NUL byte: the call itself fails
+        if real == self.root or real.startswith(self.root + os.sep):
+            return True
+        self.outside.append(f"{what} {path!r}")
+        return False
+
+    def patches(self):
+        import builtins
+        import shutil
+
+        real = {n: getattr(os, n) for n in ("unlink", "remove", "rmdir", "rename", "replace", "mkdir", "symlink",
+                                            "link", "chmod", "chown", "open", "kill", "killpg")}
+        real_open, real_rmtree = builtins.open, shutil.rmtree
+
+        def guard(name, nargs=1):
+            def fn(*a, **kw):
+                if all(self._ok(name, p) for p in a[:nargs]):
+                    return real[name](*a, **kw)
+                raise PermissionError(13, "outside the sandbox", a[0])
+            return fn
+
+        def os_open(path, flags, *a, **kw):
+            if flags & self.WRITE_FLAGS and not self._ok("open for writing", path):
+                raise PermissionError(13, "outside the sandbox", path)
+            return real["open"](path, flags, *a, **kw)
+
+        def b_open(file, mode="r", *a, **kw):
+            if any(c in mode for c in "wax+") and not self._ok(f"open({mode!r})", file):
+                raise PermissionError(13, "outside the sandbox", file)
+            return real_open(file, mode, *a, **kw)
+
+        def rmtree(path, *a, **kw):
+            if self._ok("rmtree", path):
+                return real_rmtree(path, *a, **kw)
+            raise PermissionError(13, "outside the sandbox", path)
+
+        def no_signal(what):
+            def fn(*a, **kw):
+                self.outside.append(f"{what}{a!r}")
+            return fn
+
+        return [mock.patch("os." + n, guard(n, 2 if n in ("rename", "replace", "symlink", "link") else 1))
+                for n in ("unlink", "remove", "rmdir", "rename", "replace", "mkdir", "symlink", "link", "chmod",
+                          "chown")] + [
+            mock.patch("os.open", os_open), mock.patch("builtins.open", b_open), mock.patch("shutil.rmtree", rmtree),
+            mock.patch("os.kill", no_signal("kill")), mock.patch("os.killpg", no_signal("killpg")),
+            mock.patch("signal.pidfd_send_signal", no_signal("pidfd_send_signal")),
+        ]
+
+
+def drive(name: str, args: dict, sandbox: Sandbox | None = None) -> tuple[str, dict, list]:
     """Run the module's main() in check mode with run_command recording; return (exit kind, result, calls)."""
     mod = importlib.import_module(f"{MODULES_PKG}.{name}")
     calls: list = []
@@ -300,6 +424,15 @@ def drive(name: str, args: dict) -> tuple[str, dict, list]:
         raise Exit("fail", dict(kw, msg=msg))
 
     margs = dict(args, _ansible_check_mode=True)
+    import contextlib
+
+    with contextlib.ExitStack() as stack:
+        for patch in (sandbox.patches() if sandbox else []):
+            stack.enter_context(patch)
+        return _drive_in(mod, name, margs, run_command, exit_json, fail_json, calls)
+
+
+def _drive_in(mod, name, margs, run_command, exit_json, fail_json, calls):
     with mock.patch.object(basic.AnsibleModule, "run_command", run_command), \
             mock.patch.object(basic.AnsibleModule, "exit_json", exit_json), \
             mock.patch.object(basic.AnsibleModule, "fail_json", fail_json), \
@@ -328,12 +461,25 @@ def drive(name: str, args: dict) -> tuple[str, dict, list]:
 def test_module_hostile_arguments(name, data):
     spec = SPECS[name]
     assert spec, f"{name}: no argument_spec captured"
-    args = {}
-    for opt_name, opt in spec.items():
-        if opt.get("required") or data.draw(st.booleans()):
-            args[opt_name] = _value_for(opt, data.draw)
-    count(f"module: {name}")
-    kind, result, calls = drive(name, args)
+    import tempfile
+
+    entry = HOSTILE_ENTRIES[name]
+    root = tempfile.mkdtemp(prefix="xdplab-hostile-")
+    try:
+        args = {}
+        for opt_name, opt in spec.items():
+            if opt_name in entry["state"] and data.draw(st.booleans()):
+                args[opt_name] = os.path.join(root, "own", opt_name)  # the collection's own state, in the sandbox
+            elif opt.get("required") or data.draw(st.booleans()):
+                args[opt_name] = _value_for(opt, data.draw)
+        count(f"module: {name}")
+        sandbox = Sandbox(root)
+        kind, result, calls = drive(name, args, sandbox)
+        assert not sandbox.outside, f"{name} in check mode touched {sandbox.outside} with {args!r}"
+    finally:
+        import shutil
+
+        shutil.rmtree(root, ignore_errors=True)
     if kind == "fail":
         assert isinstance(result.get("msg"), str) and result["msg"], f"{name}: failure without a message"
     for argv, kw in calls:
@@ -341,6 +487,90 @@ def test_module_hostile_arguments(name, data):
         assert all(isinstance(a, str) for a in argv), f"{name}: non-string argv element in {argv!r}"
         assert not kw.get("use_unsafe_shell"), f"{name}: use_unsafe_shell with {argv!r}"
     json.dumps(result, default=str)
+
+
+def test_every_module_and_filter_has_its_hostile_entry():
+    """A module or filter added without its entry here fails: the entry says which of its options are
+    the collection's own state (sandboxed) and which hostile values it must refuse by name."""
+    assert sorted(HOSTILE_ENTRIES) == MODULE_NAMES, (
+        f"modules without a hostile entry: {sorted(set(MODULE_NAMES) - set(HOSTILE_ENTRIES))}; "
+        f"entries without a module: {sorted(set(HOSTILE_ENTRIES) - set(MODULE_NAMES))}")
+    assert sorted(HOSTILE_FILTERS) == FILTER_NAMES, (
+        f"filters without a hostile entry: {sorted(set(FILTER_NAMES) - set(HOSTILE_FILTERS))}")
+    for name, entry in HOSTILE_ENTRIES.items():
+        unknown = (set(entry["state"]) | set(entry.get("named", {})) | set(entry.get("base", {}))) - set(SPECS[name])
+        assert not unknown, f"{name}: the entry names options the module does not have: {sorted(unknown)}"
+
+
+# Values no name, path or number check may let through: each holds a newline, a NUL, a '/..' or a shell
+# metacharacter.
+refused_text = st.tuples(hostile_text, st.sampled_from(["\n", "\x00", "/../", ";", "$(", "`"]), hostile_text).map(
+    "".join)
+
+
+NAMED = [(m, o) for m, e in sorted(HOSTILE_ENTRIES.items()) for o in sorted(e.get("named", {}))]
+
+
+def _names(msg: str, value) -> bool:
+    return str(value) in msg or repr(value) in msg or repr(value)[1:-1] in msg
+
+
+@pytest.mark.parametrize(("name", "option"), NAMED)
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(value=refused_text)
+def test_a_hostile_name_is_refused_naming_it(name, option, value):
+    import shutil
+    import tempfile
+
+    entry = HOSTILE_ENTRIES[name]
+    root = tempfile.mkdtemp(prefix="xdplab-hostile-")
+    try:
+        args = dict(entry.get("base", {}), **{o: os.path.join(root, "own", o) for o in entry["state"]})
+        args[option] = entry["named"][option](value)
+        for opt, content in entry.get("files", {}).items():  # files the module must find to reach the check
+            os.makedirs(os.path.dirname(args[opt]), exist_ok=True)
+            with open(args[opt], "w", encoding="utf-8") as fh:
+                fh.write(content)
+        count(f"named: {name} {option}")
+        sandbox = Sandbox(root)
+        kind, result, _calls = drive(name, args, sandbox)
+        assert kind == "fail" and _names(result["msg"], value), f"{name} {option}={value!r}: {kind} {result}"
+        assert not sandbox.outside, sandbox.outside
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+
+
+@pytest.mark.parametrize("name", FILTER_NAMES)
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(value=st.one_of(refused_text, huge_ints, st.floats(allow_nan=True, allow_infinity=True)))
+def test_filter_hostile_values(name, value):
+    from ansible.errors import AnsibleError
+
+    feed, must_name = HOSTILE_FILTERS[name]
+    fn = importlib.import_module(f"{FILTERS_PKG}.{name}").FilterModule().filters()[name]
+    count(f"filter: {name}")
+    try:
+        feed(fn, value)
+    except (AnsibleError, ValueError, TypeError) as exc:
+        assert str(exc), f"{name}: an error without a message for {value!r}"
+        if must_name and isinstance(value, str):
+            assert _names(str(exc), value), f"{name}: {exc} does not name {value!r}"
+        return
+    assert not must_name or not isinstance(value, str), f"{name} let {value!r} through"
+
+
+def test_the_sandbox_sees_a_change_outside_and_lets_none_through(tmp_path):
+    outside = tmp_path / "outside"
+    sandbox = Sandbox(str(tmp_path / "own"))
+    import contextlib
+
+    with contextlib.ExitStack() as stack:
+        for patch in sandbox.patches():
+            stack.enter_context(patch)
+        for act in (lambda: open(outside, "w"), lambda: os.mkdir(outside), lambda: os.kill(os.getpid(), 0)):
+            with contextlib.suppress(PermissionError):
+                act()
+    assert len(sandbox.outside) == 3 and not outside.exists(), sandbox.outside
 
 
 def test_zz_every_hostile_target_ran(capsys):
@@ -352,7 +582,8 @@ def test_zz_every_hostile_target_ran(capsys):
         for what, n in sorted(HOSTILE_COUNT.items()):
             print(f"  {n:5d}  {what}")
     expected = {"parser: arbitrary hostile text", "parser: corrupted real capture", "ledger: hostile name",
-                "ledger: hostile state_file path", "ledger: hostile pid"} | {f"module: {n}" for n in MODULE_NAMES}
+                "ledger: hostile state_file path", "ledger: hostile pid"} | {f"module: {n}" for n in MODULE_NAMES} \
+        | {f"filter: {n}" for n in FILTER_NAMES} | {f"named: {m} {o}" for m, o in NAMED}
     missing = sorted(what for what in expected if HOSTILE_COUNT.get(what, 0) < 1)
     assert not missing, f"no hostile cases ran for {missing} (run the whole file: this test reads the others' counts)"
 
@@ -365,3 +596,22 @@ def test_a_nul_byte_in_a_report_path_is_named(args):
     # found by the property test above: os.path.realpath raised ValueError out of the module
     kind, result, _calls = drive("bench_report", args)
     assert kind == "fail" and "holds a NUL byte: not a path" in result["msg"], result
+
+
+def test_every_threat_model_row_names_tests_that_exist():
+    """docs/safety.md's threat model: each row names the tests that hold it, and each named test exists."""
+    import re
+
+    root = Path(__file__).resolve().parents[2]
+    doc = (root / "docs" / "safety.md").read_text(encoding="utf-8")
+    table = doc[doc.index("## Threat model"):]
+    rows = [line for line in table.splitlines() if line.startswith("| ")][1:]
+    assert len(rows) >= 8
+    for row in rows:
+        held = row.rstrip(" |").rsplit(" | ", 1)[1]
+        files = re.findall(r"`(tests/[\w/]+\.py)(?:::(\w+))?`(?: \(([^)]*)\))?", held)
+        assert files, f"a threat model row names no test: {row[:80]}"
+        for path, name, names in files:
+            text = (root / path).read_text(encoding="utf-8")
+            for test in [name] + re.findall(r"`(test_\w+)`", names):
+                assert not test or f"def {test}(" in text, f"{path} has no {test}"

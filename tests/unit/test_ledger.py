@@ -11,6 +11,7 @@ import subprocess
 import time
 
 import pytest
+from ansible_collections.xdplab.testbed.plugins.module_utils.common import _process_identity as _proc
 from ansible_collections.xdplab.testbed.plugins.module_utils.state._ledger import (
     LedgerError,
     LockHeld,
@@ -29,6 +30,7 @@ from ansible_collections.xdplab.testbed.plugins.module_utils.state._ledger impor
 )
 
 HOST = socket.gethostname()
+OTHER_BOOT = "00000000-0000-4000-8000-000000000000"
 
 
 def dead_pid() -> int:
@@ -113,31 +115,49 @@ def test_teardown_order_and_objects_inside_doomed_namespaces():
 def test_lock_acquire_reentrant_release(tmp_path):
     path = str(tmp_path / "run.lock")
     me = os.getpid()
-    assert acquire(path, me, HOST, "r1") == ("acquired", None)
-    assert acquire(path, me, HOST, "r1")[0] == "held"
-    assert read_lock(path).pid_start == pid_start_time(me)
-    assert release(path, me, HOST)
+    assert acquire(path, me, run_id="r1") == ("acquired", None)
+    assert acquire(path, me, run_id="r1")[0] == "held"
+    held = read_lock(path)
+    assert held.pid_start == pid_start_time(me)
+    assert (held.boot_id, held.machine_id) == (_proc.boot_id(), _proc.machine_id()) and held.machine_id
+    assert release(path, me)
     assert not os.path.exists(path)
-    assert not release(path, me, HOST)
+    assert not release(path, me)
     # nothing of the lock outlives it: no guard file beside it (a fresh host had none before)
     assert os.listdir(tmp_path) == []
+
+
+def test_reentry_is_judged_on_the_full_identity(tmp_path):
+    """Same pid and hostname but another start time, boot or machine: another holder, not a re-entry."""
+    path = str(tmp_path / "run.lock")
+    me = os.getpid()
+    ident = {"pid_start": pid_start_time(me), "boot_id": _proc.boot_id(), "machine_id": _proc.machine_id()}
+    acquire(path, me, HOST, "r1", **ident)
+    assert acquire(path, me, HOST, "r1", **ident)[0] == "held"
+    for field, other in (("pid_start", ident["pid_start"] + 1), ("boot_id", OTHER_BOOT), ("machine_id", "f" * 32)):
+        with pytest.raises(LockHeld):
+            acquire(path, me, HOST, "r1", **dict(ident, **{field: other}))
+        # nor does it release someone else's lock
+        assert not release(path, me, HOST, **dict(ident, **{field: other}))
+    assert read_lock(path).run_id == "r1"
 
 
 def test_live_holder_is_named_and_kept(tmp_path):
     path = str(tmp_path / "run.lock")
     holder = os.getppid()  # alive for the whole test
-    acquire(path, holder, HOST, "first")
+    acquire(path, holder, run_id="first")
     with pytest.raises(LockHeld) as exc:
-        acquire(path, os.getpid(), HOST, "second")
-    assert f"pid {holder} on {HOST}" in str(exc.value) and "run first" in str(exc.value)
+        acquire(path, os.getpid(), run_id="second")
+    assert f"pid {holder} (start {pid_start_time(holder)}) on {HOST}" in str(exc.value), exc.value
+    assert "run first" in str(exc.value) and "it is running" in str(exc.value)
     assert read_lock(path).pid == holder
 
 
 def test_dead_holder_is_taken_over(tmp_path):
     path = str(tmp_path / "run.lock")
     gone = dead_pid()
-    acquire(path, gone, HOST, "killed")
-    status, previous = acquire(path, os.getpid(), HOST, "next")
+    acquire(path, gone, run_id="killed")
+    status, previous = acquire(path, os.getpid(), run_id="next")
     assert status == "taken-over"
     assert previous.pid == gone and previous.run_id == "killed"
     assert read_lock(path).pid == os.getpid()
@@ -146,25 +166,65 @@ def test_dead_holder_is_taken_over(tmp_path):
 def test_reused_pid_is_not_the_holder(tmp_path):
     path = str(tmp_path / "run.lock")
     me = os.getpid()
-    acquire(path, me, HOST, "old")
+    acquire(path, me, run_id="old")
     data = json.loads(open(path).read())
     data["pid_start"] = data["pid_start"] - 1  # same pid, another process start: the old holder is gone
     open(path, "w").write(json.dumps(data))
-    assert acquire(path, os.getppid(), HOST, "new")[0] == "taken-over"
+    assert acquire(path, os.getppid(), run_id="new")[0] == "taken-over"
 
 
-def test_holder_on_another_host_needs_steal(tmp_path):
+@pytest.mark.parametrize("field, value", [("machine_id", "0123456789abcdef0123456789abcdef"),
+                                          ("boot_id", OTHER_BOOT), ("machine_id", None)])
+def test_a_dead_looking_holder_of_a_clone_or_another_boot_is_never_taken_over(tmp_path, field, value):
+    """Cloned lab machines share the hostname (and often everything else): a holder whose pid is free
+    here but that ran on another machine id, or another boot, or named no machine, may be running
+    there. Refused, naming it and the token that takes it over; only that token does."""
     path = str(tmp_path / "run.lock")
-    acquire(path, 1234, "controller-b", "remote")
-    with pytest.raises(LockHeld, match="another host: pass steal=true"):
-        acquire(path, os.getpid(), HOST)
-    assert acquire(path, os.getpid(), HOST, steal=True)[0] == "taken-over"
+    gone = dead_pid()
+    ident = {"pid_start": 1234, "boot_id": _proc.boot_id(), "machine_id": _proc.machine_id()}
+    acquire(path, gone, HOST, "clone", **dict(ident, **{field: value}))
+    holder = read_lock(path)
+    with pytest.raises(LockHeld) as exc:
+        acquire(path, os.getpid(), run_id="next")
+    msg = str(exc.value)
+    assert f"pid {gone} (start 1234) on {HOST}" in msg and f"run_lock_takeover={holder.token()}" in msg, msg
+    assert f"remove {path}" in msg
+    with pytest.raises(LockHeld):
+        acquire(path, os.getpid(), steal=f"{gone}:1234@{'e' * 32}/{OTHER_BOOT}")  # another holder's name
+    with pytest.raises(LockHeld):
+        acquire(path, os.getpid(), steal="true")
+    assert read_lock(path).run_id == "clone"
+    assert acquire(path, os.getpid(), steal=holder.token())[0] == "taken-over"
 
 
-def test_torn_lock_file_is_stale(tmp_path):
+def test_a_live_holder_is_not_taken_over_even_when_named(tmp_path):
+    path = str(tmp_path / "run.lock")
+    acquire(path, os.getppid(), run_id="live")
+    with pytest.raises(LockHeld, match="it is running"):
+        acquire(path, os.getpid(), steal=read_lock(path).token())
+
+
+@pytest.mark.parametrize("content", ["{trunc", "", '{"pid": 5}', '{"pid": true, "host": "h", "since": "s"}',
+                                     "\x00\xff garbage", '["pid"]'])
+def test_a_garbage_lock_file_is_not_taken_over_silently(tmp_path, content):
     path = tmp_path / "run.lock"
-    path.write_text("{trunc")
-    assert acquire(str(path), os.getpid(), HOST)[0] == "taken-over"
+    path.write_text(content)
+    with pytest.raises(LockHeld, match="not a readable xdplab lock") as exc:
+        acquire(str(path), os.getpid())
+    token = read_lock(str(path)).token()
+    assert token.startswith("unreadable:") and token in str(exc.value)
+    assert path.read_text() == content
+    assert acquire(str(path), os.getpid(), steal=token)[0] == "taken-over"
+
+
+def test_a_symlinked_lock_is_not_followed_nor_taken_over(tmp_path):
+    target = tmp_path / "elsewhere"
+    target.write_text("precious")
+    path = tmp_path / "run.lock"
+    path.symlink_to(target)
+    with pytest.raises(LockHeld, match="not a readable xdplab lock"):
+        acquire(str(path), os.getpid())
+    assert target.read_text() == "precious" and path.is_symlink()
 
 
 def test_qemu_entry_hashes_the_cmdline_and_names_its_owner():

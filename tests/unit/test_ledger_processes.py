@@ -209,3 +209,15 @@ def test_bench_server_records_its_server_and_stop_forgets_it(tmp_path, monkeypat
         bench_server.stop(stopped)
     assert _ledger.entries(str(tmp_path / "ledger")) == []
     assert not os.path.exists(res["log"])
+
+
+def test_the_callers_ancestors_are_never_signalled():
+    """A record naming the process that runs us (ansible-playbook, a shell around it) - its real
+    identity, start time and boot id right - still gets no signal; signal 0 so that nothing is sent."""
+    from ansible_collections.xdplab.testbed.plugins.module_utils.common import _process_identity as _proc
+
+    for pid in _proc.ancestors():
+        if pid > 1:
+            with pytest.raises(_proc.ProcessIdentityError, match=f"pid {pid}: it is an ancestor"):
+                _proc.send(_proc.identity(pid), 0)
+    assert os.getppid() in _proc.ancestors()

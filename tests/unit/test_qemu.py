@@ -316,3 +316,39 @@ def test_kvm_pvm_alone_is_not_kvm_for_ordinary_guests(tmp_path, modules, vendor,
     assert popen.called == probed
     if not probed:
         assert "kvm_pvm" in reason
+
+
+@pytest.mark.parametrize("chdir", ["/etc", "/etc/", "/etc/ssh", "link-to-etc"])
+def test_chdir_under_etc_is_refused_like_host_dirs(tmp_path, chdir):
+    """chdir is exported to the guest by itself: /etc (by name, below it, or through a link) never is."""
+    if chdir == "link-to-etc":
+        (tmp_path / "l").symlink_to("/etc")
+        chdir = str(tmp_path / "l")
+    with pytest.raises(_qemu.QemuError, match=f"chdir {chdir!r}"):
+        _qemu.validate_spec(_spec(tmp_path, chdir=chdir))
+    with pytest.raises(_qemu.QemuError, match="host_dirs entry"):
+        _qemu.validate_spec(_spec(tmp_path, host_dirs=[chdir]))
+    _qemu.validate_spec(_spec(tmp_path, chdir="/"))  # / is the default: nothing exported for it
+    _qemu.validate_spec(_spec(tmp_path, chdir=str(tmp_path)))
+
+
+def test_option_values_are_escaped_where_qemu_splits_and_verbatim_where_it_does_not(tmp_path):
+    """'-serial file:' and -kernel/-initrd take the rest of the argument whole: a doubled comma would
+    reach the file name (the console log lost, a boot reported stalled). -fsdev/-drive split on ','."""
+    odd = tmp_path / "a,b=c d,path=x"
+    odd.mkdir()
+    disk = odd / "disk,format=qcow2"
+    disk.write_bytes(b"\0" * 512)
+    spec = _spec(tmp_path, rundir=str(odd / "run"), disks=[str(disk)], host_dirs=[str(odd)], chdir=str(odd))
+    _qemu.validate_spec(spec)
+    argv = _qemu.qemu_argv(spec, f"{odd}/run/console.log", initrd=f"{odd}/run/initramfs.cpio")
+    assert argv[argv.index("-serial") + 1] == f"file:{odd}/run/console.log"
+    assert argv[argv.index("-initrd") + 1] == f"{odd}/run/initramfs.cpio"
+    esc = str(odd).replace(",", ",,")
+    assert argv[argv.index("-drive") + 1] == f"file={esc}/disk,,format=qcow2,if=virtio,format=raw"
+    fsdev = [argv[i + 1] for i, a in enumerate(argv) if a == "-fsdev"]
+    assert f"local,id=fs1,path={esc}/run/out,security_model=none,multidevs=remap" in fsdev
+    assert any(f.endswith(f",path={esc},security_model=none,multidevs=remap,readonly=on") for f in fsdev)
+    for bad in ("a\nb", "a\0b", "a\x1bb"):
+        with pytest.raises(_qemu.QemuError, match="control character"):
+            _qemu.validate_spec(_spec(tmp_path, rundir=str(tmp_path / bad)))

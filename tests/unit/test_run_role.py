@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import socket
 import subprocess
 from pathlib import Path
 
@@ -121,3 +122,21 @@ def test_a_live_run_holding_the_lock_is_named_and_its_ledger_left_alone(world):
         assert read_lock(lock).pid == os.getpid()
     finally:
         release(lock, os.getpid())
+
+
+def test_a_lock_of_a_clone_is_refused_naming_it_and_taken_over_only_by_its_token(world):
+    """A holder this machine cannot judge (here: the same hostname and a free pid, but another machine
+    id - a cloned lab VM): the run fails naming it and the token, leaves its ledger alone, and
+    run_lock_takeover with that token takes the lock over."""
+    lock = str(world / "lock" / "run.lock")
+    acquire(lock, 4194001, host=socket.gethostname(), run_id="20261201T000000Z-c10e00", pid_start=7,
+            boot_id="00000000-0000-4000-8000-000000000000", machine_id="c" * 32)
+    token = read_lock(lock).token()
+    theirs = plant_stale(world)
+    proc = play(world)
+    out = " ".join(proc.stdout.split())
+    assert proc.returncode != 0 and f"run_lock_takeover={token}" in out, out[-3000:]
+    assert os.path.exists(theirs) and not (world / "body.json").exists()
+    proc = play(world, run_lock_takeover=token)
+    assert proc.returncode == 0, proc.stdout[-3000:]
+    assert read_lock(lock) is None and not os.path.exists(theirs)

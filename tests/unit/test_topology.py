@@ -502,3 +502,18 @@ def test_found_undo_refuses_to_delete_what_was_there_and_lets_ours_go():
         "links_created": ["veth9"]}
     # settings of an interface made by this run (absent when the namespace was read) need no undo
     assert found_undo(Action("set_mtu", "lab", "veth9", 1500), _found_live(), {}) == {}
+
+
+@pytest.mark.parametrize("key", ["net/ipv4/conf/eth0.1/rp_filter", "net.ipv4.conf.eth0/1.rp_filter"])
+def test_sysctl_of_a_vlan_interface_maps_to_its_own_directory(key):
+    """A VLAN interface eth0.1 has /proc/sys/net/ipv4/conf/eth0.1/; sysctl(8) writes its name with '/'
+    separators, or dotted with the component's '.' as '/'. Never net/ipv4/conf/eth0/1/rp_filter."""
+    from ansible_collections.xdplab.testbed.plugins.module_utils.common import _validate
+
+    topo = normalize(NS, [], {"t-dut": {key: 1}})
+    assert topo.sysctls == {"t-dut": {"net.ipv4.conf.eth0/1.rp_filter": "1"}}
+    assert _validate.sysctl_path(key) == "net/ipv4/conf/eth0.1/rp_filter"
+    assert _validate.sysctl_path("net.core.somaxconn") == "net/core/somaxconn"
+    for bad in ("net/ipv4/conf/../x", "net..x", "net.ipv4.conf.eth0 1.x", "", "/net/x", "net.x."):
+        with pytest.raises(_validate.ValidationError, match="is not a sysctl name"):
+            _validate.sysctl_path(bad)

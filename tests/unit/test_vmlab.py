@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import pathlib
+import re
 
 import pytest
 from ansible_collections.xdplab.testbed.plugins.module_utils.state import _ledger
@@ -200,3 +201,26 @@ def test_start_does_not_exec_when_the_ledger_cannot_be_written(tmp_path):
 
 def test_ssh_banner_is_none_without_a_listener():
     assert _vmlab.ssh_banner(1, timeout=0.5) is None
+
+
+def test_image_and_rundir_cannot_inject_qemu_options(guest, tmp_path):
+    """-drive/-fsdev split on ',': the image and run directory have their commas doubled; -serial file:
+    and -pidfile take the rest verbatim; control characters are refused, naming the value."""
+    odd = tmp_path / "lab,readonly=off,x=y z"
+    odd.mkdir()
+    image = odd / "root,snapshot=off.img"
+    image.write_bytes(b"i")
+    guest.image, guest.rundir = str(image), str(odd / "run")
+    _vmlab.validate(guest)
+    argv = _vmlab.plan_argv(guest, {1: [7], 2: [8, 9]})
+    esc = str(odd).replace(",", ",,")
+    assert _opt(argv, "-drive") == [f"file={esc}/root,,snapshot=off.img,if=virtio,format=raw,snapshot=on,cache=unsafe"]
+    assert _opt(argv, "-fsdev") == [f"local,id=labfs,path={esc}/run/share,security_model=none,readonly=on"]
+    assert _opt(argv, "-serial") == [f"file:{odd}/run/console.log"]
+    assert _opt(argv, "-pidfile") == [f"{odd}/run/qemu.pid"]
+    guest.boot = "disk"
+    assert _opt(_vmlab.plan_argv(guest, {1: [7], 2: [8, 9]}), "-drive")[0].startswith(f"file={esc}/run/")
+    for field in ("image", "rundir"):
+        bad = str(tmp_path / "a\nb")
+        with pytest.raises(_vmlab.VmlabError, match=re.escape(f"{field} {bad!r} holds a control character")):
+            _vmlab.validate(_vmlab.Guest(**dict(guest.__dict__, **{field: bad})))

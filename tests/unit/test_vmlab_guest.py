@@ -108,7 +108,7 @@ def test_a_kvm_guest_that_exits_at_once_is_started_again_under_tcg(tmp_path):
         argvs.append(argv)
         with open(log, "w") as fh:
             fh.write("qemu-system-x86_64: error: failed to set MSR 0x10a to 0xc000069\n")
-        return 100 + len(argvs), str(tmp_path / f"e{len(argvs)}.json")
+        return 100 + len(argvs), str(tmp_path / "ledger" / f"e{len(argvs)}.json")
 
     with mock.patch("ansible_collections.xdplab.testbed.plugins.module_utils.kernel._qemu_guest.probe_kvm",
                     return_value=(True, "a probe guest ran under KVM")), \
@@ -152,3 +152,76 @@ def test_a_disk_booted_guest_boots_its_own_copy_of_the_image(tmp_path):
     argv = start.call_args.args[0]
     assert f"file={copy},if=virtio,format=raw,cache=unsafe" in argv and "-kernel" not in argv
     assert disk.read_bytes() == b"MBR+GRUB+root"
+
+
+def _stop_with(tmp_path, state: dict, mode: int = 0o700):
+    """vmlab_guest state=stopped on a run directory holding ``state`` as guest.json, nothing mocked."""
+    rundir = tmp_path / "guests" / "vmdut"
+    (rundir / "share").mkdir(parents=True, exist_ok=True)
+    (rundir / "guest.json").write_text(json.dumps(state))
+    os.chmod(rundir / "guest.json", 0o600)
+    os.chmod(rundir, mode)
+    args = {"name": "vmdut", "state": "stopped", "rundir": str(rundir), "ledger_dir": str(tmp_path / "ledger")}
+    with patch_module_args(args), pytest.raises(SystemExit), mock.patch("sys.stdout.write") as out:
+        vmlab_guest.main()
+    return json.loads("".join(c.args[0] for c in out.call_args_list)), rundir
+
+
+@pytest.fixture
+def victim():
+    import subprocess
+
+    proc = subprocess.Popen(["sleep", "60"])  # noqa: S607 - a stand-in for someone else's process
+    yield proc
+    proc.kill()
+    proc.wait()
+
+
+def _planted(pid: int, argv: list[str], entry: str = "") -> dict:
+    import hashlib
+
+    from ansible_collections.xdplab.testbed.plugins.module_utils.common import _process_identity as _proc
+
+    ident = _proc.identity(pid) if pid > 1 else {"start": 1, "boot_id": _proc.boot_id()}
+    return {"pid": pid, "start": ident["start"], "boot_id": ident["boot_id"], "argv": argv, "ledger_entry": entry,
+            "cmdline_sha256": hashlib.sha256(b"\0".join(a.encode() for a in argv) + b"\0").hexdigest()}
+
+
+def test_a_group_writable_run_directory_is_refused_naming_it_and_nothing_signalled(tmp_path, victim):
+    res, rundir = _stop_with(tmp_path, _planted(victim.pid, ["sleep", "60"]), mode=0o770)
+    assert res["failed"] and f"vmlab run directory {str(rundir)!r} is group/world-writable" in res["msg"], res
+    assert victim.poll() is None and (rundir / "guest.json").exists()
+
+
+@pytest.mark.parametrize("who", ["not-our-qemu", "pid1", "parent"])
+def test_a_planted_guest_json_gets_no_process_signalled(tmp_path, victim, who):
+    """A guest.json that names a process whose command line matches but carries no marker of ours, pid 1,
+    or the caller's parent (with our marker forged in): nothing gets a signal."""
+    marker = ["-name", "xdplab-vmlab-vmdut,process=xdplab-vmlab-vmdut"]
+    if who == "not-our-qemu":
+        state, target = _planted(victim.pid, ["sleep", "60"]), victim.pid
+    elif who == "pid1":
+        state, target = _planted(1, ["/sbin/init", *marker]), 1
+    else:
+        with open(f"/proc/{os.getppid()}/cmdline", "rb") as fh:
+            argv = [a.decode() for a in fh.read().split(b"\0")[:-1]]
+        state, target = _planted(os.getppid(), [*argv, *marker]), os.getppid()
+    with mock.patch("os.kill") as kill, mock.patch("signal.pidfd_send_signal") as pidfd_kill:
+        res, _rundir = _stop_with(tmp_path, state)
+    assert not kill.called and not pidfd_kill.called, (who, target, res)
+    assert victim.poll() is None
+
+
+def test_a_ledger_entry_outside_the_ledger_is_never_unlinked(tmp_path):
+    precious = tmp_path / "precious.json"
+    precious.write_text("{}")
+    res, _rundir = _stop_with(tmp_path, {"ledger_entry": str(precious)})
+    assert res["failed"] and f"ledger entry {str(precious)!r} is not a file of the ledger directory" in res["msg"]
+    assert precious.exists()
+    (tmp_path / "ledger").mkdir(mode=0o700)
+    ours = tmp_path / "ledger" / "qemu-1.json"
+    ours.write_text("{}")
+    res, _rundir = _stop_with(tmp_path, {"ledger_entry": str(tmp_path / "ledger" / ".." / "precious.json")})
+    assert res["failed"] and precious.exists()
+    res, rundir = _stop_with(tmp_path, {"ledger_entry": str(ours)})
+    assert not res.get("failed") and not ours.exists() and not rundir.exists()

@@ -83,3 +83,25 @@ def check_private_dir(path: str, what: str = "ledger directory", create: bool = 
         raise PrivateDirError(f"{what} {path!r} is owned by uid {st.st_uid}, not {os.geteuid()}: refusing it")
     if st.st_mode & 0o022:
         raise PrivateDirError(f"{what} {path!r} is group/world-writable (mode {oct(st.st_mode & 0o777)})")
+    check_ancestors(path, what)
+
+
+def check_ancestors(path: str, what: str = "state directory") -> None:
+    """The directories above ``path``: another user who can write one of them (without the sticky bit,
+    as /tmp has) or owns one could rename ``path`` away and put their own in its place. Refused, naming it."""
+    here = os.path.dirname(os.path.realpath(path))
+    while True:
+        try:
+            st = os.stat(here)
+        except FileNotFoundError:  # made later (by us, 0700)
+            here = os.path.dirname(here)
+            continue
+        if st.st_uid not in (0, os.geteuid()):
+            raise PrivateDirError(f"{what} {path!r}: the directory above it, {here!r}, is owned by uid "
+                                  f"{st.st_uid}: refusing it")
+        if st.st_mode & 0o022 and not st.st_mode & stat.S_ISVTX:
+            raise PrivateDirError(f"{what} {path!r}: the directory above it, {here!r}, is group/world-writable "
+                                  f"without the sticky bit (mode {oct(st.st_mode & 0o7777)}): refusing it")
+        if here == "/":
+            return
+        here = os.path.dirname(here)

@@ -8,7 +8,7 @@ anyone's. The collection therefore records a process as its identity - pid, star
 since boot, field 22 of /proc/PID/stat) and the boot id (/proc/sys/kernel/random/boot_id) - and signals
 it only through ``send()``, which
 
-- refuses pid 1, pid 0 and negative pids (process groups), and this process itself;
+- refuses pid 1, pid 0 and negative pids (process groups), this process itself and its ancestors;
 - opens a pidfd first, then checks start time and boot id against the record, then signals through
   the pidfd, so the pid cannot be reused between the check and the signal;
 - returns False (and signals nothing) when the process is gone or is another process now.
@@ -35,6 +35,24 @@ class ProcessIdentityError(ValueError):
 def boot_id(proc: str = "/proc") -> str:
     with open(f"{proc}/sys/kernel/random/boot_id", encoding="ascii") as fh:
         return fh.read().strip()
+
+
+_MACHINE_ID_RE = re.compile(r"^[0-9a-f]{32}\Z")
+
+
+def machine_id(paths: tuple[str, ...] = ("/etc/machine-id", "/var/lib/dbus/machine-id")) -> str | None:
+    """This machine's id (machine-id(5)), None when it has none that is well formed. With the boot id it
+    tells this machine's processes from those of a clone with the same hostname; a clone that kept the
+    machine id still has a boot id of its own."""
+    for path in paths:
+        try:
+            with open(path, encoding="ascii") as fh:
+                text = fh.read(64).strip()
+        except (OSError, UnicodeDecodeError):
+            continue
+        if _MACHINE_ID_RE.match(text):
+            return text
+    return None
 
 
 def pids_by_comm(comm: str, proc: str = "/proc") -> list[int]:
@@ -68,6 +86,20 @@ def start_time(pid: int, proc: str = "/proc") -> int | None:
     if fields is None or fields[0] in ("Z", "X"):
         return None
     return int(fields[19])
+
+
+def ancestors(proc: str = "/proc") -> set[int]:
+    """The pids of this process's parent, its parent, ... up to pid 1: never signalled (a stale record
+    naming the ansible-playbook that runs us, or a shell around it, must not stop it)."""
+    seen: set[int] = set()
+    pid = os.getpid()
+    while pid > 1 and pid not in seen:
+        fields = _stat_fields(pid, proc)
+        if fields is None:
+            break
+        pid = int(fields[1])
+        seen.add(pid)
+    return seen
 
 
 def identity(pid: int, proc: str = "/proc") -> dict[str, Any] | None:
@@ -115,6 +147,8 @@ def send(ident: dict[str, Any], sig: int, proc: str = "/proc") -> bool:
     pid = ident["pid"]
     if pid == os.getpid():
         raise ProcessIdentityError(f"refusing to signal this process itself (pid {pid})")
+    if pid in ancestors(proc):
+        raise ProcessIdentityError(f"refusing to signal pid {pid}: it is an ancestor of this process")
     pidfd = None
     if proc == "/proc" and hasattr(os, "pidfd_open"):
         try:

@@ -214,6 +214,44 @@ def qemu_value(value: Any, what: str = "value", where: str = "qemu") -> str:
     return value.replace(",", ",,")
 
 
+def qemu_verbatim(value: Any, what: str = "value", where: str = "qemu") -> str:
+    """A value QEMU takes whole, commas and all (``-serial file:PATH``, ``-pidfile``, ``-kernel``,
+    ``-initrd``): nothing to escape (a doubled comma would reach the file name), control characters refused."""
+    qemu_value(value, what, where)
+    return value
+
+
+_SYSCTL_CHARS_RE = re.compile(r"^[A-Za-z0-9_.\-/@:+]+\Z")
+
+
+def _slashdot(name: str) -> str:
+    """sysctl(8)'s (procps) rule: the first separator says the form. A name whose first separator is '/'
+    is a path already; in a dotted name a '/' stands for a '.' inside one component (``eth0/1`` for the
+    VLAN interface eth0.1), so '.' and '/' swap."""
+    first = re.search(r"[./]", name)
+    if first is None or first.group() == "/":
+        return name
+    return name.translate(str.maketrans("./", "/."))
+
+
+def sysctl_path(value: Any, what: str = "sysctl") -> str:
+    """The /proc/sys-relative path of a sysctl name, in either of sysctl(8)'s forms:
+    ``net.ipv4.conf.eth0/1.rp_filter`` or ``net/ipv4/conf/eth0.1/rp_filter`` -> net/ipv4/conf/eth0.1/rp_filter.
+    Refused, naming it: anything but a plain name, empty, '.' or '..' components."""
+    if not isinstance(value, str) or not _SYSCTL_CHARS_RE.match(value):
+        raise ValidationError(f"{what} {value!r} is not a sysctl name (letters, digits, '_-@:+', '.' or '/' "
+                              "separators)")
+    path = _slashdot(value)
+    if any(part in ("", ".", "..") for part in path.split("/")):
+        raise ValidationError(f"{what} {value!r} is not a sysctl name (an empty, '.' or '..' component)")
+    return path
+
+
+def sysctl_dotted(value: Any, what: str = "sysctl") -> str:
+    """The canonical (dotted, as ``sysctl -a`` prints it) form of a sysctl name in either form."""
+    return sysctl_path(value, what).translate(str.maketrans("./", "/."))
+
+
 def nft_name(value: Any, what: str = "name", where: str = "nftables") -> str:
     """An nftables identifier (table, chain, counter)."""
     if not isinstance(value, str) or not NFT_NAME_RE.match(value):

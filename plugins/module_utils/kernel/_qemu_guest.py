@@ -38,6 +38,10 @@ from dataclasses import dataclass, field
 
 from ansible_collections.xdplab.testbed.plugins.module_utils.common import _process_identity as _proc
 from ansible_collections.xdplab.testbed.plugins.module_utils.common import _validate
+from ansible_collections.xdplab.testbed.plugins.module_utils.common._atomic_files import (
+    PrivateDirError,
+    check_private_dir,
+)
 
 OUT_TAG = "xdplab_out"
 GUEST_TMPFS = ("/tmp", "/run", "/var/tmp")  # noqa: S108 - mount points in the guest, not used on the host
@@ -149,6 +153,13 @@ def all_shares(spec: GuestSpec) -> list[Share]:
     return shares
 
 
+def _never_exported(path: str) -> bool:
+    """The host's / and /etc (and what is under /etc) are never exported to a guest, by name or
+    through a symlink."""
+    return any(p == "/" or p == "/etc" or p.startswith("/etc/")
+               for p in (os.path.normpath(path), os.path.realpath(path)))
+
+
 def validate_spec(spec: GuestSpec) -> None:
     """Raise QemuError naming the bad value; nothing is created before this passes."""
     if not os.path.isfile(spec.kernel):
@@ -187,13 +198,22 @@ def validate_spec(spec: GuestSpec) -> None:
             raise QemuError(f"disk {disk!r} is not a file (a raw image)")
     for host_dir in spec.host_dirs:
         if not isinstance(host_dir, str) or not os.path.isabs(host_dir) or ".." in host_dir.split("/") \
-                or os.path.normpath(host_dir) in ("/", "/etc") or not os.path.isdir(host_dir):
+                or _never_exported(host_dir) or not os.path.isdir(host_dir):
             raise QemuError(f"host_dirs entry {host_dir!r} is not an existing absolute directory without '..' "
-                            "(and not / or /etc: the guest gets only the directories it needs)")
+                            "(and not /, nor /etc or under it: the guest gets only the directories it needs)")
         try:
             _validate.qemu_value(host_dir, "host_dirs entry")
         except _validate.ValidationError as exc:
             raise QemuError(str(exc)) from None
+    # chdir is exported by itself (all_shares) when no other share shows it: the same rule as host_dirs.
+    if not isinstance(spec.chdir, str) or not os.path.isabs(spec.chdir) or \
+            (os.path.normpath(spec.chdir) != "/" and _never_exported(spec.chdir)):
+        raise QemuError(f"chdir {spec.chdir!r} is not an absolute directory, or is /etc or under it (the guest "
+                        "never gets the host's /etc: run the command from another directory)")
+    try:
+        _validate.qemu_value(spec.chdir, "chdir")
+    except _validate.ValidationError as exc:
+        raise QemuError(str(exc)) from None
     tags = {OUT_TAG, "usr", "hostusr", *(f"root_{n}" for n in ROOT_LINKS)}
     for share in spec.shares:
         if not os.path.isdir(share.path):
@@ -225,15 +245,18 @@ def qemu_argv(spec: GuestSpec, console_log: str, initrd: str | None = None) -> l
         "-m", str(spec.memory_mb),
         "-smp", str(spec.cpus),
         "-nographic", "-nodefaults", "-no-reboot", "-no-user-config",
-        "-serial", f"file:{_validate.qemu_value(console_log, 'console log')}",
+        # '-serial file:' takes the rest verbatim (a doubled comma would be in the file name); so do
+        # -kernel and -initrd. Inside 'k=v,k=v' option strings commas are doubled (qemu_value).
+        "-serial", f"file:{_validate.qemu_verbatim(console_log, 'console log')}",
         "-monitor", "none",
-        "-kernel", spec.kernel,
+        "-kernel", _validate.qemu_verbatim(spec.kernel, "kernel"),
         "-append", kernel_cmdline(spec),
     ]
     if initrd:
-        argv += ["-initrd", initrd]
+        argv += ["-initrd", _validate.qemu_verbatim(initrd, "initrd")]
     for disk in spec.disks:
-        argv += ["-drive", f"file={_validate.qemu_value(disk, 'disk')},if=virtio,format=raw"]
+        # absolute: 'file=nbd:...' or 'file=http:...' would be a protocol, '/...' is always a file
+        argv += ["-drive", f"file={_validate.qemu_value(os.path.abspath(disk), 'disk')},if=virtio,format=raw"]
     shares = [(sh.tag, sh.path, sh.readonly) for sh in root_shares(spec)]
     shares += [(OUT_TAG, f"{spec.rundir}/out", False)]
     shares += [(sh.tag, sh.path, sh.readonly) for sh in all_shares(spec)]
@@ -465,10 +488,10 @@ def _kill_group(proc: subprocess.Popen) -> None:
 def prepare(spec: GuestSpec) -> tuple[list[str], str]:
     """Write the run directory (init, command, initramfs) and return (argv, console_log)."""
     validate_spec(spec)
-    os.makedirs(spec.rundir, mode=0o700, exist_ok=True)
-    st = os.lstat(spec.rundir)
-    if stat.S_ISLNK(st.st_mode) or st.st_uid != os.geteuid():
-        raise QemuError(f"rundir {spec.rundir!r} is a symlink or not owned by uid {os.geteuid()}")
+    try:  # owner and mode (and the directories above it) before anything in it is trusted
+        check_private_dir(spec.rundir, "QEMU run directory")
+    except PrivateDirError as exc:
+        raise QemuError(str(exc)) from None
     os.chmod(spec.rundir, 0o700)
     # The output share is the guest's to write: whatever a previous guest left there (symlinks
     # included) goes, the directory is made afresh, and the host opens files in it only with O_NOFOLLOW.

@@ -9,9 +9,11 @@ object in the ledger directory. Teardown removes what the entries name, if it st
 the entries: an interrupted run leaves entries, never unrecorded state, and teardown touches only what
 we recorded.
 
-Lock: one run at a time per host. The lock file names its holder (pid, the pid's start time so a
-reused pid is not mistaken for the holder, host, run id, when). A holder whose process is gone is
-stale and taken over; a live one makes the second run fail at once, naming it.
+Lock: one run at a time per host. The lock file names its holder by machine id, boot id, pid and the
+pid's start time (so neither a clone with the same hostname nor a reused pid is mistaken for it), with
+host, run id and since when for people. A holder provably gone - it ran on this boot of this machine
+and that process is gone - is stale and taken over; any other makes the second run fail at once,
+naming it and how to take it over by name.
 """
 
 from __future__ import annotations
@@ -223,15 +225,32 @@ def teardown_plan(items: list[tuple[str, dict]], keep: Iterable[str] = (),
 
 @dataclass
 class Holder:
+    """Who holds the run lock: a process named by machine id, boot id, pid and start time (the
+    hostname is for people: cloned lab machines share it). ``unreadable`` is set for a lock file that
+    is not a lock (garbage, a symlink): the sha256 of its first bytes, which an override must name."""
     pid: int
     pid_start: int | None
     host: str
     run_id: str | None
     since: str
     boot_id: str | None = None
+    machine_id: str | None = None
+    unreadable: str | None = None
+
+    def token(self) -> str:
+        """The name an explicit take-over must give (``steal``): it matches this holder and no other."""
+        if self.unreadable:
+            return f"unreadable:{self.unreadable}"
+        return f"{self.pid}:{self.pid_start}@{self.machine_id}/{self.boot_id}"
+
+    def identity(self) -> tuple:
+        return (self.pid, self.pid_start, self.boot_id, self.machine_id, self.unreadable)
 
     def describe(self) -> str:
-        return f"pid {self.pid} on {self.host} since {self.since}" + (f" (run {self.run_id})" if self.run_id else "")
+        if self.unreadable:
+            return f"a lock file that is not a readable xdplab lock (sha256 of its start {self.unreadable})"
+        return (f"pid {self.pid} (start {self.pid_start}) on {self.host} (machine-id {self.machine_id}, "
+                f"boot {self.boot_id}) since {self.since}" + (f" (run {self.run_id})" if self.run_id else ""))
 
 
 def pid_start_time(pid: int, proc: str = "/proc") -> int | None:
@@ -246,9 +265,16 @@ def pid_start_time(pid: int, proc: str = "/proc") -> int | None:
     return int(fields[19])
 
 
-def holder_alive(holder: Holder, this_host: str, proc: str = "/proc") -> bool | None:
-    """True/False when it can be told (same host), None when the holder runs on another host."""
-    if holder.host != this_host:
+def holder_alive(holder: Holder, proc: str = "/proc", machine: str | None = None,
+                 boot: str | None = None) -> bool | None:
+    """Whether the holder still runs: True/False only when it can be told here, that is when the holder
+    ran on this very boot of this very machine (machine id and boot id both ours); None otherwise (another
+    machine, a clone with our hostname or machine id, another boot, a lock without identity, garbage)."""
+    machine = machine if machine is not None else _proc.machine_id()
+    boot = boot if boot is not None else _proc.boot_id(proc)
+    if holder.unreadable or not machine or holder.machine_id != machine or holder.boot_id != boot:
+        return None
+    if holder.pid <= 1:
         return None
     start = pid_start_time(holder.pid, proc)
     if start is None:
@@ -297,18 +323,28 @@ def record_process(directory: str, pid: int, netns: str | None, run_id: str | No
 
 
 def read_lock(path: str) -> Holder | None:
+    """The lock's holder, None when there is no lock. A file that is not a lock (garbage, a symlink, a
+    lock without pid/host) is a holder nobody can judge (``unreadable``): never taken over silently."""
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
-        with os.fdopen(fd, encoding="utf-8") as fh:
-            data = json.loads(fh.read(1 << 16))
-        return Holder(int(data["pid"]), data.get("pid_start"), str(data["host"]), data.get("run_id"),
-                      str(data["since"]), data.get("boot_id"))
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
     except FileNotFoundError:
         return None
-    except (OSError, ValueError, KeyError, TypeError):
-        # A foreign file, or a symlink: a stale holder on this host, pid 0 never alive. (The lock is
-        # published whole with link/rename, so a run never sees it half written.)
-        return Holder(0, None, socket.gethostname(), None, "?")
+    except OSError as exc:  # a symlink (ELOOP), or worse
+        return Holder(0, None, "?", None, "?", unreadable=hashlib.sha256(str(exc).encode()).hexdigest()[:16])
+    with os.fdopen(fd, "rb") as fh:
+        raw = fh.read(1 << 16) if stat.S_ISREG(os.fstat(fh.fileno()).st_mode) else b"not a regular file"
+    try:
+        data = json.loads(raw)
+        pid_start = data.get("pid_start")
+        holder = Holder(int(data["pid"]), None if pid_start is None else int(pid_start), str(data["host"]),
+                        data.get("run_id"), str(data["since"]), data.get("boot_id"), data.get("machine_id"))
+        if isinstance(data["pid"], bool) or holder.pid < 0:
+            raise ValueError("pid")
+        return holder
+    except (ValueError, KeyError, TypeError, AttributeError):
+        # The lock is published whole with link/rename, so a run never sees it half written: this is
+        # someone else's file.
+        return Holder(0, None, "?", None, "?", unreadable=hashlib.sha256(raw).hexdigest()[:16])
 
 
 class _Guard:
@@ -357,50 +393,75 @@ def _lock_dir(path: str) -> None:
 
 
 def same_holder(a: Holder, b: Holder) -> bool:
-    return (a.pid, a.pid_start, a.host, a.since) == (b.pid, b.pid_start, b.host, b.since)
+    return a.identity() == b.identity() and (a.host, a.since) == (b.host, b.since)
+
+
+def holder_identity(pid: int, host: str | None = None, pid_start: int | None = None, boot_id: str | None = None,
+                    machine_id: str | None = None, proc: str = "/proc") -> dict:
+    """The identity a lock records for ``pid``. Without ``host`` the pid is a process of this machine and
+    its start time, boot id and machine id are read here; a holder on another machine brings its own
+    (the run_lock action plugin reads them on the controller), and what it does not bring stays unknown:
+    such a lock can then be taken over only by naming it."""
+    if host is None:
+        host = socket.gethostname()
+        pid_start = pid_start if pid_start is not None else pid_start_time(pid, proc)
+        boot_id = boot_id or _proc.boot_id(proc)
+        machine_id = machine_id or _proc.machine_id()
+    return {"pid": pid, "pid_start": pid_start, "host": host, "boot_id": boot_id, "machine_id": machine_id}
+
+
+def held_message(path: str, current: Holder, alive: bool | None) -> str:
+    if alive:
+        return f"another xdplab run holds the lock {path}: {current.describe()}; it is running"
+    why = ("this host cannot tell whether it still runs (it ran on another machine or another boot, or the "
+           "lock names no full identity)") if not current.unreadable else "it was not written by a run of ours"
+    return (f"another xdplab run holds the lock {path}: {current.describe()}; {why}. If that run is over, "
+            f"take the lock over by naming it: -e run_lock_takeover={current.token()} (run_lock "
+            f"steal), or remove {path} on this host")
 
 
 def acquire(path: str, pid: int, host: str | None = None, run_id: str | None = None,
-            steal: bool = False, proc: str = "/proc", pid_start: int | None = None,
-            boot_id: str | None = None, stale: Holder | None = None) -> tuple[str, Holder | None]:
-    """Take the lock for (pid, host). Returns ("acquired"|"held"|"taken-over", previous holder).
+            steal: str | None = None, proc: str = "/proc", pid_start: int | None = None,
+            boot_id: str | None = None, stale: Holder | None = None,
+            machine_id: str | None = None) -> tuple[str, Holder | None]:
+    """Take the lock for the process ``pid`` (see holder_identity). Returns ("acquired"|"held"|"taken-over",
+    previous holder).
 
-    "held": the same holder already has it (re-entrant). Raises LockHeld naming a live holder. A holder
-    on another host is taken over only with ``steal``, or when it is exactly ``stale`` (a holder its own
-    host has found dead: the controller's action plugin checks its own pids)."""
-    host = host or socket.gethostname()
+    "held": the same holder - pid, start time, boot id and machine id - already has it (re-entrant).
+    A holder that provably gone (it ran on this boot of this machine and its pid is gone or has another
+    start time) is taken over. Any other holder raises LockHeld naming it and how to release it, unless
+    it is exactly ``stale`` (a holder its own machine found dead: the controller's action plugin checks
+    its own pids) or ``steal`` is its token (Holder.token(): an override that names the holder)."""
     _lock_dir(path)
-    local = host == socket.gethostname()
-    if pid_start is None and local:
-        pid_start = pid_start_time(pid, proc)
-    me = {"pid": pid, "pid_start": pid_start,
-          "host": host, "run_id": run_id, "since": _now(), "boot_id": boot_id}
+    me = dict(holder_identity(pid, host, pid_start, boot_id, machine_id, proc), run_id=run_id, since=_now())
+    mine = Holder(me["pid"], me["pid_start"], me["host"], run_id, me["since"], me["boot_id"], me["machine_id"])
     with _Guard(path):
         current = read_lock(path)
         if current is None:
             _publish(path, me, replace=False)
             return "acquired", None
-        if current.pid == pid and current.host == host:
+        if current.identity() == mine.identity() and current.host == mine.host:
             return "held", current
-        alive = holder_alive(current, socket.gethostname(), proc)
-        if alive is None and stale is not None and same_holder(current, stale):
+        alive = holder_alive(current, proc)
+        if alive is None and ((stale is not None and same_holder(current, stale))
+                              or (steal is not None and steal == current.token())):
             alive = False
-        if alive or (alive is None and not steal):
-            raise LockHeld(
-                f"another xdplab run holds the lock {path}: {current.describe()}"
-                + ("" if alive else "; it runs on another host: pass steal=true if it is gone"))
+        if alive is not False:
+            raise LockHeld(held_message(path, current, alive))
         _publish(path, me, replace=True)
         return "taken-over", current
 
 
-def release(path: str, pid: int, host: str | None = None) -> bool:
-    """Remove the lock if (pid, host) holds it. Returns whether it was removed."""
-    host = host or socket.gethostname()
+def release(path: str, pid: int, host: str | None = None, pid_start: int | None = None,
+            boot_id: str | None = None, machine_id: str | None = None, proc: str = "/proc") -> bool:
+    """Remove the lock if this very holder (full identity, as acquire) has it. Returns whether it was removed."""
+    me = holder_identity(pid, host, pid_start, boot_id, machine_id, proc)
     if not os.path.lexists(path):
         return False
     with _Guard(path):
         current = read_lock(path)
-        if current is None or current.pid != pid or current.host != host:
+        if current is None or current.identity() != (me["pid"], me["pid_start"], me["boot_id"], me["machine_id"],
+                                                      None) or current.host != me["host"]:
             return False
         os.unlink(path)
     return True

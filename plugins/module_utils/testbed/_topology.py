@@ -168,8 +168,11 @@ def check_sysctl_key(key: Any, where: str) -> str:
     """Only net.* keys are per network namespace; anything else would change the whole machine."""
     if not isinstance(key, str) or not key:
         raise TopologyError(f"{where}: sysctl {key!r} must be a non-empty string")
-    dotted = key.replace("/", ".")
-    if not dotted.startswith("net.") or ".." in dotted or dotted.endswith(".") or any(c.isspace() for c in key):
+    try:
+        dotted = _validate.sysctl_dotted(key)  # sysctl(8)'s forms: net.ipv4.conf.eth0/1.x = net/ipv4/conf/eth0.1/x
+    except _validate.ValidationError as exc:
+        raise TopologyError(f"{where}: {exc}") from None
+    if not dotted.startswith("net."):
         raise TopologyError(f"{where}: sysctl {key!r} is not a per-namespace net.* key")
     return dotted
 

@@ -36,7 +36,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from ansible_collections.xdplab.testbed.plugins.module_utils.common import _netns_switch
+from ansible_collections.xdplab.testbed.plugins.module_utils.common import _netns_switch, _validate
 from ansible_collections.xdplab.testbed.plugins.module_utils.common import _process_identity as _proc
 
 # One row per emulated NIC model: the guest driver it binds, whether it can use several backend
@@ -97,6 +97,13 @@ def validate(guest: Guest, device_names: set[str] | None = None) -> None:
         raise VmlabError(f"{who}: boot {guest.boot!r} is not one of {', '.join(BOOTS)}")
     needs = ((guest.kernel, "kernel"), (guest.image, "root image")) if guest.boot == "kernel" else \
         ((guest.image, "disk image"),)
+    for value, what in ((guest.image, "image"), (guest.rundir, "rundir"), (guest.kernel, "kernel")):
+        if what == "kernel" and guest.boot != "kernel":
+            continue
+        try:
+            _validate.qemu_value(value, what)  # no control characters; commas are escaped in plan_argv
+        except _validate.ValidationError as exc:
+            raise VmlabError(f"{who}: {exc}") from None
     for path, what in needs:
         if not path or not os.path.isfile(path):
             raise VmlabError(f"{who}: {what} {path!r} does not exist; build it first (vmlab_up builds both)")
@@ -163,19 +170,24 @@ def plan_argv(guest: Guest, tap_fds: dict[int, list[int]]) -> list[str]:
         "-m", str(guest.memory_mb),
         "-smp", str(guest.cpus),
         "-nographic", "-nodefaults", "-no-user-config",
-        "-serial", f"file:{guest.rundir}/console.log",
+        # '-serial file:' and -pidfile take the rest verbatim; inside 'k=v,k=v' commas are doubled.
+        "-serial", f"file:{_validate.qemu_verbatim(guest.rundir + '/console.log', 'rundir')}",
         "-monitor", "none",
-        "-pidfile", f"{guest.rundir}/qemu.pid",
+        "-pidfile", _validate.qemu_verbatim(f"{guest.rundir}/qemu.pid", "rundir"),
     ]
     if guest.boot == "kernel":
         # A panic (panic=-1) or a reboot ends QEMU: the guest never outlives its kernel.
-        argv += ["-no-reboot", "-kernel", guest.kernel, "-append", kernel_cmdline(guest),
-                 "-drive", f"file={guest.image},if=virtio,format=raw,snapshot=on,cache=unsafe"]
+        image = _validate.qemu_value(os.path.abspath(guest.image), "image")
+        argv += ["-no-reboot", "-kernel", _validate.qemu_verbatim(guest.kernel, "kernel"),
+                 "-append", kernel_cmdline(guest),
+                 "-drive", f"file={image},if=virtio,format=raw,snapshot=on,cache=unsafe"]
     else:
         # The firmware boots GRUB from the guest's own disk; a reboot resets the machine, as on a host.
-        argv += ["-drive", f"file={guest.rundir}/{DISK_FILE},if=virtio,format=raw,cache=unsafe"]
+        disk = _validate.qemu_value(os.path.abspath(f"{guest.rundir}/{DISK_FILE}"), "rundir")
+        argv += ["-drive", f"file={disk},if=virtio,format=raw,cache=unsafe"]
     argv += [
-        "-fsdev", f"local,id=labfs,path={guest.rundir}/share,security_model=none,readonly=on",
+        "-fsdev", f"local,id=labfs,path={_validate.qemu_value(guest.rundir + '/share', 'rundir')},"
+                  "security_model=none,readonly=on",
         "-device", "virtio-9p-pci,fsdev=labfs,mount_tag=xdplab_lab",
         "-device", "virtio-rng-pci",
         "-netdev", f"user,id=mgmt,net=10.0.2.0/24,hostfwd=tcp:127.0.0.1:{guest.ssh_port}-:22",

@@ -20,6 +20,7 @@ import os
 import re
 import signal
 import struct
+from dataclasses import dataclass
 from typing import Any
 
 from ansible_collections.xdplab.testbed.plugins.module_utils.common import _process_identity as _proc
@@ -166,73 +167,171 @@ def netfilter_unload_order(modules: dict[str, list[str]]) -> list[str]:
     return order
 
 
-# -- kernel command line through /etc/default/grub -----------------------------
+# -- kernel command line through /etc/default/grub and /etc/default/grub.d/*.cfg ---------------
 #
-# /etc/default/grub is sourced by /bin/sh (update-grub) and its GRUB_CMDLINE_LINUX ends up in grub.cfg,
-# which GRUB's own shell-like parser reads again. We edit the line only when its value is plain (no
-# quote, '$', '`' or '\\' inside: nothing either shell would expand), write values that are plain too
-# (_validate.cmdline_param), and keep the original line so a restore puts it back byte for byte.
+# grub-mkconfig (update-grub) sources /etc/default/grub, then /etc/default/grub.d/*.cfg in glob order,
+# with /bin/sh: the last assignment of GRUB_CMDLINE_LINUX wins, and its value ends up in grub.cfg, which
+# GRUB's own shell-like parser reads again. We edit the line the effective value comes from, only when
+# it is a plain assignment (optionally exported) whose value is plain (no quote, '$', '`' or '\\' inside:
+# nothing either shell would expand), outside any if/case/loop; any other form is refused, naming the
+# file, line and form. Values we write are plain too (_validate.cmdline_param). The original line is kept
+# so a restore puts it back byte for byte.
 
+GRUB_VAR = "GRUB_CMDLINE_LINUX"
+GRUB_DEFAULT_VAR = "GRUB_CMDLINE_LINUX_DEFAULT"
 _GRUB_LINE_RE = re.compile(r"^[ \t]*GRUB_CMDLINE_LINUX=(.*)$", re.MULTILINE)
 _GRUB_VALUE_RE = re.compile(r"""^(?:"([^"$`\\']*)"|'([^"$`\\']*)'|([^\s"$`\\'#;&|<>()]*))([ \t]+#.*|[ \t]*)$""")
+_ASSIGN_RE = re.compile(r"^(?P<prefix>[ \t]*(?:export[ \t]+)?)(?P<var>GRUB_CMDLINE_LINUX(?:_DEFAULT)?)=(?P<rest>.*)$")
+_MENTION_RE = re.compile(r"\bGRUB_CMDLINE_LINUX(?:_DEFAULT)?\b")
+_OPENERS = ("if", "case", "for", "while", "until", "select")
+_CLOSERS = ("fi", "esac", "done")
 
 
-def _grub_lines(text: str) -> list[re.Match]:
-    return list(_GRUB_LINE_RE.finditer(text))
+@dataclass
+class GrubAssignment:
+    """One place a grub defaults file sets GRUB_CMDLINE_LINUX[_DEFAULT]. ``form``: "plain" (editable),
+    "export" (editable, prefix kept), or why it is not: "conditional" (inside if/case/a loop, or after
+    &&/||/;), "expansion" (the value refers to variables or commands), "not plain" (quotes or more than
+    one word), "other" (unset, readonly, declare, ...)."""
+    path: str
+    lineno: int
+    start: int
+    end: int
+    line: str
+    var: str
+    form: str
+    value: str | None = None
+    comment: str = ""
+    prefix: str = ""
+
+    def where(self) -> str:
+        return f"{self.path}:{self.lineno}"
+
+
+def grub_sources(grub_file: str) -> list[str]:
+    """The files grub-mkconfig sources, in its order: ``grub_file``, then ``grub_file``.d/*.cfg (glob order,
+    the C locale's byte order)."""
+    directory = grub_file + ".d"
+    try:
+        names = sorted((n for n in os.listdir(directory) if n.endswith(".cfg")), key=os.fsencode)
+    except (FileNotFoundError, NotADirectoryError):
+        names = []
+    return [grub_file] + [os.path.join(directory, n) for n in names if os.path.exists(os.path.join(directory, n))]
+
+
+def read_grub_sources(grub_file: str) -> list[tuple[str, str]]:
+    out = []
+    for path in grub_sources(grub_file):
+        if path == grub_file and not os.path.exists(path):
+            continue
+        with open(path, encoding="utf-8", newline="") as fh:
+            out.append((path, fh.read()))
+    return out
+
+
+def scan_grub(path: str, text: str) -> list[GrubAssignment]:
+    """Every line of one file that sets or touches GRUB_CMDLINE_LINUX[_DEFAULT], classified."""
+    found: list[GrubAssignment] = []
+    depth, pos = 0, 0
+    for lineno, raw in enumerate(text.splitlines(keepends=True), start=1):
+        line = raw.rstrip("\r\n")
+        start, pos = pos, pos + len(raw)
+        words = line.strip().replace(";", " ; ").split()
+        first = words[0] if words else ""
+        m = _ASSIGN_RE.match(line)
+        if m:
+            form, value, comment = ("export" if "export" in m.group("prefix") else "plain"), None, ""
+            vm = _GRUB_VALUE_RE.match(m.group("rest"))
+            if depth > 0:
+                form = "conditional"
+            elif vm:
+                value = next(g for g in vm.groups()[:3] if g is not None)
+                comment = vm.group(4)
+            elif "$" in m.group("rest") or "`" in m.group("rest"):
+                form = "expansion"
+            else:
+                form = "not plain"
+            found.append(GrubAssignment(path, lineno, start, start + len(line), line, m.group("var"), form, value,
+                                        comment, m.group("prefix")))
+        elif _MENTION_RE.search(line) and not line.lstrip().startswith("#"):
+            assigns = re.search(r"\bGRUB_CMDLINE_LINUX(?:_DEFAULT)?=", line)
+            var = "GRUB_CMDLINE_LINUX_DEFAULT" if "GRUB_CMDLINE_LINUX_DEFAULT" in line else GRUB_VAR
+            bare_export = re.fullmatch(r"[ \t]*export[ \t]+[A-Z_ \t]+", line)
+            if assigns or not bare_export:
+                form = "conditional" if assigns and (depth > 0 or re.search(r"&&|\|\||;|\bthen\b|\bdo\b", line)) \
+                    else "other"
+                found.append(GrubAssignment(path, lineno, start, start + len(line), line, var, form))
+        if first in _OPENERS:
+            depth += 1
+        if first in _CLOSERS or (words and words[-1] in _CLOSERS and first not in _OPENERS):
+            depth = max(0, depth - 1)
+        elif first in _OPENERS and words[-1] in _CLOSERS:
+            depth = max(0, depth - 1)  # a one-line if ...; fi
+    return found
+
+
+def _effective(sources: list[tuple[str, str]], var: str) -> tuple[GrubAssignment | None, list[GrubAssignment]]:
+    every = [a for path, text in sources for a in scan_grub(path, text) if a.var == var]
+    return (every[-1] if every else None), every
 
 
 def grub_line(text: str) -> str | None:
-    """The GRUB_CMDLINE_LINUX line as it stands (without its newline), None when there is none.
+    """The GRUB_CMDLINE_LINUX line of one file as it stands (without its newline), None when there is none.
 
     Raises HostTuningError when there are several (the shell would take the last one, and an edit of
     any one of them would not be what the kernel gets)."""
-    lines = _grub_lines(text)
+    lines = [a for a in scan_grub("", text) if a.var == GRUB_VAR]
     if len(lines) > 1:
         raise HostTuningError("kernel_cmdline: /etc/default/grub sets GRUB_CMDLINE_LINUX more than once: "
                               "refusing to edit it")
-    return lines[0].group(0) if lines else None
-
-
-def _parse_grub_line(line: str) -> tuple[str, str]:
-    """(value, trailing comment with its leading blanks) of a plain GRUB_CMDLINE_LINUX line."""
-    rest = line.split("=", 1)[1]
-    m = _GRUB_VALUE_RE.match(rest)
-    if not m:
-        raise HostTuningError(f"kernel_cmdline: cannot safely edit {line!r} (quotes, '$', '`' or '\\' inside "
-                              "the value, or more than one word): edit it by hand")
-    value = next(g for g in m.groups()[:3] if g is not None)
-    return value, m.group(4)
+    return lines[0].line if lines else None
 
 
 def grub_cmdline(text: str) -> str | None:
-    """The value of GRUB_CMDLINE_LINUX; None when there is no such line, or it is not plain."""
+    """The value of GRUB_CMDLINE_LINUX of one file; None when there is no such line, or it is not plain."""
     try:
-        line = grub_line(text)
-        return _parse_grub_line(line)[0] if line is not None else None
+        lines = [a for a in scan_grub("", text) if a.var == GRUB_VAR]
     except HostTuningError:
         return None
+    return lines[-1].value if len(lines) == 1 else None
+
+
+def _key_re(key: str) -> re.Pattern:
+    return re.compile(rf"""(?:^|[\s"'=]){re.escape(key)}(?:=|[\s"']|$)""")
 
 
 def set_cmdline_params(cmdline: str, params: dict[str, Any]) -> str:
-    """Set (value) or remove (None/False) parameters in a kernel command line string; others kept in order.
+    """Set (value) or remove (None/False) parameters in a kernel command line string; others kept in order,
+    repeated ones (console=tty0 console=ttyS0) included.
 
-    Each parameter goes through _validate.cmdline_param: only values GRUB and /bin/sh take literally."""
+    Each parameter goes through _validate.cmdline_param: only values GRUB and /bin/sh take literally. A
+    parameter we set that the line gives several times is left as it is when our value is among them,
+    and refused otherwise (which one the kernel uses depends on the parameter); removing one removes all."""
     rendered: dict[str, str | None] = {}
     for key, value in params.items():
         try:
             rendered[key] = _validate.cmdline_param(key, value)
         except _validate.ValidationError as exc:
             raise HostTuningError(str(exc)) from None
+    tokens = cmdline.split()
+    for key, tok in rendered.items():
+        given = [t for t in tokens if t.split("=", 1)[0] == key]
+        if len(given) > 1 and tok is not None and tok not in given:
+            raise HostTuningError(f"kernel_cmdline: {key} is given {len(given)} times ({' '.join(given)}): a "
+                                  f"repeated parameter is not replaced by {tok}; edit it by hand")
     out = []
     seen = set()
-    for tok in cmdline.split():
+    for tok in tokens:
         key = tok.split("=", 1)[0]
         if key in rendered:
+            if rendered[key] is None:
+                continue
             if key in seen:
+                out.append(tok)  # a repeated parameter stays as it is
                 continue
             seen.add(key)
-            if rendered[key] is not None:
-                out.append(rendered[key])
+            given = [t for t in tokens if t.split("=", 1)[0] == key]
+            out.append(tok if len(given) > 1 else rendered[key])
         else:
             out.append(tok)
     for key, tok in rendered.items():
@@ -241,38 +340,103 @@ def set_cmdline_params(cmdline: str, params: dict[str, Any]) -> str:
     return " ".join(out)
 
 
-def edit_grub(text: str, params: dict[str, Any]) -> tuple[str, str, str]:
-    """(new text, old cmdline, new cmdline) with params applied to GRUB_CMDLINE_LINUX (added when absent).
+@dataclass
+class GrubEdit:
+    """What edit_grub_sources decided: the file to write, its new text, the command lines before and
+    after, and the snapshot restore_grub needs."""
+    path: str
+    text: str
+    old: str
+    new: str
+    saved: dict[str, Any]
 
-    The original line is what grub_line(text) returned; keep it (grub_snapshot) to restore it exactly."""
-    line = grub_line(text)
-    old, comment = _parse_grub_line(line) if line is not None else ("", "")
+
+def edit_grub_sources(sources: list[tuple[str, str]], params: dict[str, Any], grub_file: str) -> GrubEdit:
+    """Apply ``params`` to the effective GRUB_CMDLINE_LINUX of ``sources`` (read_grub_sources): in the file
+    and on the line it comes from, or, when no file sets it, on a line added to ``grub_file``.
+
+    Refused (HostTuningError naming file, line and form): an effective line that is not a plain assignment;
+    a parameter we set or remove that GRUB_CMDLINE_LINUX_DEFAULT also names (the kernel reads it after)."""
+    texts = dict(sources)
+    last, every = _effective(sources, GRUB_VAR)
+    if last is not None and last.form not in ("plain", "export"):
+        raise HostTuningError(f"kernel_cmdline: GRUB_CMDLINE_LINUX is set last at {last.where()} in a form we "
+                              f"cannot safely edit ({last.form}: {last.line.strip()!r}): edit it by hand")
+    for item in _effective(sources, GRUB_DEFAULT_VAR)[1]:
+        for key in params:
+            if _key_re(key).search(item.line.split("=", 1)[1] if "=" in item.line else item.line):
+                raise HostTuningError(f"kernel_cmdline: {key} is also in GRUB_CMDLINE_LINUX_DEFAULT at "
+                                      f"{item.where()} ({item.line.strip()!r}), which the kernel reads after "
+                                      "GRUB_CMDLINE_LINUX: edit it there by hand")
+    old = last.value if last is not None else ""
     new = set_cmdline_params(old, params)
+    if last is None:
+        path = grub_file
+        text = texts.get(path, "")
+        new_line = f'{GRUB_VAR}="{new}"'
+        joint = "\n" if text and not text.endswith("\n") else ""
+        saved = {"file": path, "line": None, "written": new_line, "joint": joint}
+        return GrubEdit(path, text + joint + new_line + "\n" if new != old else text, old, new, saved)
+    text = texts[last.path]
+    new_line = f'{last.prefix}{GRUB_VAR}="{new}"{last.comment}'
+    saved = {"file": last.path, "line": last.line, "written": new_line}
     if new == old:
-        return text, old, new
-    new_line = f'GRUB_CMDLINE_LINUX="{new}"{comment}'
-    if line is None:
-        return text.rstrip("\n") + "\n" + new_line + "\n", "", new
-    m = _grub_lines(text)[0]
-    return text[:m.start()] + new_line + text[m.end():], old, new
+        return GrubEdit(last.path, text, old, new, saved)
+    del every
+    return GrubEdit(last.path, text[:last.start] + new_line + text[last.end:], old, new, saved)
+
+
+def edit_grub(text: str, params: dict[str, Any]) -> tuple[str, str, str]:
+    """One file's (new text, old cmdline, new cmdline) (edit_grub_sources on that file alone)."""
+    lines = [a for a in scan_grub("grub", text) if a.var == GRUB_VAR]
+    if len(lines) > 1:
+        raise HostTuningError("kernel_cmdline: /etc/default/grub sets GRUB_CMDLINE_LINUX more than once: "
+                              "refusing to edit it")
+    edit = edit_grub_sources([("grub", text)], params, "grub")
+    return edit.text, edit.old, edit.new
 
 
 def grub_snapshot(text: str) -> dict[str, str | None]:
-    """What restore_grub needs to put the file's GRUB_CMDLINE_LINUX back byte for byte."""
+    """What restore_grub needs to put one file's GRUB_CMDLINE_LINUX back byte for byte (an older form;
+    edit_grub_sources returns the full snapshot in GrubEdit.saved)."""
     return {"line": grub_line(text)}
 
 
-def restore_grub(text: str, saved: dict[str, str | None] | str) -> str:
-    """``text`` with its GRUB_CMDLINE_LINUX line replaced by the saved original one (or removed when
-    there was none). ``saved`` is grub_snapshot() of the original; a plain string is an older snapshot's
-    cmdline value, written back double-quoted."""
+def restore_grub(text: str, saved: dict[str, Any] | str) -> str:
+    """``text`` with the line we wrote replaced by the saved original one (or removed, with the newline we
+    joined it with, when there was none). ``saved`` is GrubEdit.saved; an older snapshot ({"line": ...}
+    of /etc/default/grub) replaces the file's only GRUB_CMDLINE_LINUX line, and a plain string is an older
+    snapshot's cmdline value, written back double-quoted. Raises HostTuningError when the line we wrote is
+    not there exactly once (changed since: restore by hand)."""
+    if isinstance(saved, dict) and "written" in saved:
+        original, written = saved.get("line"), saved["written"]
+        lines = text.splitlines(keepends=True)
+        hits = [i for i, raw in enumerate(lines) if raw.rstrip("\r\n") == written]
+        if original is not None and not hits and any(raw.rstrip("\r\n") == original for raw in lines):
+            return text  # already restored
+        if original is None and not hits:
+            return text
+        if len(hits) != 1:
+            raise HostTuningError(f"kernel_cmdline: the line written to {saved.get('file')} ({written!r}) is "
+                                  f"{'gone' if not hits else 'there more than once'}: restore it by hand")
+        i = hits[0]
+        if original is not None:
+            ending = lines[i][len(lines[i].rstrip("\r\n")):]
+            lines[i] = original + ending
+            return "".join(lines)
+        del lines[i]
+        out = "".join(lines)
+        joint = saved.get("joint", "")
+        if joint and i == len(lines) and out.endswith(joint):
+            out = out[:-len(joint)]
+        return out
     if isinstance(saved, str):
         if saved and not _GRUB_VALUE_RE.match(f'"{saved}"'):
             raise HostTuningError(f"kernel_cmdline: the saved command line {saved!r} is not plain: restore by hand")
-        original: str | None = f'GRUB_CMDLINE_LINUX="{saved}"'
+        original = f'GRUB_CMDLINE_LINUX="{saved}"'
     else:
         original = saved.get("line")
-    lines = _grub_lines(text)
+    lines = list(_GRUB_LINE_RE.finditer(text))
     if len(lines) > 1:
         raise HostTuningError("kernel_cmdline: /etc/default/grub sets GRUB_CMDLINE_LINUX more than once: "
                               "refusing to restore it")
@@ -283,6 +447,15 @@ def restore_grub(text: str, saved: dict[str, str | None] | str) -> str:
         end = m.end() + 1 if text[m.end():m.end() + 1] == "\n" else m.end()
         return text[:m.start()] + text[end:]
     return text[:m.start()] + original + text[m.end():]
+
+
+def grub_written_now(text: str, saved: dict[str, Any]) -> str | None:
+    """The line of ``text`` that the snapshot's line stands at now: the saved original when it is there,
+    the line we wrote when that is, else None (the snapshot's shape: compare with saved["line"])."""
+    lines = [raw.rstrip("\r\n") for raw in text.splitlines()]
+    if saved.get("line") is not None and saved["line"] in lines:
+        return saved["line"]
+    return saved["written"] if saved.get("written") in lines else None
 
 
 # -- /dev/cpu_dma_latency holder ------------------------------------------------
@@ -404,9 +577,11 @@ def stop_latency_holder(pidfile: str) -> bool:
 
 
 def read_sysctl(name: str, root: str = "/") -> str | None:
-    if not re.fullmatch(r"[A-Za-z0-9_.\-/]+", name) or ".." in name:
-        raise HostTuningError(f"not a sysctl name: {name!r}")
-    value = _line(root, "/proc/sys/" + name.replace(".", "/"))
+    try:
+        path = _validate.sysctl_path(name)
+    except _validate.ValidationError as exc:
+        raise HostTuningError(str(exc)) from None
+    value = _line(root, "/proc/sys/" + path)
     return " ".join(value.split()) if value is not None else None
 
 

@@ -23,7 +23,7 @@ from __future__ import annotations
 import os
 from typing import Any, Protocol
 
-from ansible_collections.xdplab.testbed.plugins.module_utils.common import _command
+from ansible_collections.xdplab.testbed.plugins.module_utils.common import _command, _validate
 from ansible_collections.xdplab.testbed.plugins.module_utils.tuning import _ethtool_netlink as _ethtool
 from ansible_collections.xdplab.testbed.plugins.module_utils.tuning import _host_knobs as th
 from ansible_collections.xdplab.testbed.plugins.module_utils.tuning import _irq_strategies as _irq
@@ -312,15 +312,29 @@ class HostWriter:
         for mod in reversed(mods):
             self.run([exe, mod])
 
-    def read_grub(self) -> str:
-        with open(self.grub_file, encoding="utf-8") as fh:
+    def grub_target(self, path: str | None) -> str:
+        """The grub defaults file to read or write: grub_file, or a *.cfg directly in grub_file.d (the only
+        files grub-mkconfig sources); a path from a snapshot naming anything else is refused."""
+        if path is None or path == self.grub_file:
+            return self.grub_file
+        directory = self.grub_file + ".d"
+        if not isinstance(path, str) or os.path.dirname(path) != directory or not path.endswith(".cfg") \
+                or os.path.islink(path) or os.path.realpath(path) != os.path.join(os.path.realpath(directory),
+                                                                                  os.path.basename(path)):
+            raise th.HostTuningError(f"kernel_cmdline: {path!r} is not {self.grub_file} or a *.cfg file of "
+                                     f"{directory}: refusing to touch it")
+        return path
+
+    def read_grub(self, path: str | None = None) -> str:
+        with open(self.grub_target(path), encoding="utf-8", newline="") as fh:
             return fh.read()
 
-    def write_grub(self, text: str) -> None:
-        tmp = f"{self.grub_file}.xdplab.tmp"
-        with open(tmp, "w", encoding="utf-8") as fh:
+    def write_grub(self, text: str, path: str | None = None) -> None:
+        target = self.grub_target(path)
+        tmp = f"{target}.xdplab.tmp"
+        with open(tmp, "w", encoding="utf-8", newline="") as fh:
             fh.write(text)
-        self.m.atomic_move(tmp, self.grub_file)
+        self.m.atomic_move(tmp, target)
         update = self.m.get_bin_path("update-grub")
         if update:
             self.run([update])
@@ -343,7 +357,7 @@ class HostWriter:
         """The runtime value only (a sysctl file the caller kept is its own)."""
         if self.netns is None:
             th.read_sysctl(name, root="/nonexistent")  # validates the name
-            self.write("/proc/sys/" + name.replace(".", "/"), value)
+            self.write("/proc/sys/" + _validate.sysctl_path(name), value)
         else:
             self.run(self._in_netns([self.m.get_bin_path("sysctl", required=True), "-q", "-w", f"{name}={value}"]))
 
@@ -352,7 +366,8 @@ def restore_knob(host: HostWriter, knob: str, value: Any) -> None:
     if knob in ("netfilter_unload", "netfilter_modules"):
         host.load_modules(value)
     elif knob == "kernel_cmdline":
-        host.write_grub(th.restore_grub(host.read_grub(), value))
+        path = value.get("file") if isinstance(value, dict) else None
+        host.write_grub(th.restore_grub(host.read_grub(path), value), path)
     elif knob == "cpu_dma_latency":
         host.set_cpu_dma_latency(None)
     else:
@@ -374,6 +389,9 @@ def restore_order(keys) -> list[str]:
 
 def grub_now(host: HostWriter, saved: Any) -> tuple[Any, Any, bool]:
     """(current, saved, equal) of the GRUB_CMDLINE_LINUX line, in the shape of the snapshot."""
+    if isinstance(saved, dict) and "written" in saved:
+        now = th.grub_written_now(host.read_grub(saved.get("file")), saved)
+        return now, saved.get("line"), now == saved.get("line")
     text = host.read_grub()
     if isinstance(saved, dict):
         now = th.grub_line(text)

@@ -204,10 +204,11 @@ def test_a_patch_that_does_not_build_is_located_around():
 def test_measured_prefixes_of_an_earlier_attempt_are_reused():
     rng = np.random.default_rng(15)
     first = _bisect.bisect(6, simulator([0, 0, 0, 400, 0, 0], rng), threshold=300.0)
-    done = {s["prefix"]: s for s in first["steps"][:2]}
+    done = first["steps"][:2]
     measure = simulator([0, 0, 0, 400, 0, 0], np.random.default_rng(16))
     again = _bisect.bisect(6, measure, threshold=300.0, known=done)
-    assert not set(done) & {k for k, _b in measure.calls}
+    assert not {s["prefix"] for s in done} & {k for k, _b in measure.calls}
+    assert again["steps"][:2] == done and again["steps"][2]["step"] == 3
     assert again["result"]["first"] == 4
 
 

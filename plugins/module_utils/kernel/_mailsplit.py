@@ -1,7 +1,8 @@
 # Copyright: xdplab.testbed contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""Cutting a file of patches into its mails with ``git mailsplit``, the splitter ``git am`` uses.
+"""Cutting a file of patches into its mails with ``git mailsplit``, the splitter ``git am`` uses, and
+``git patch-id --stable`` run from a module.
 
 PRIVATE to the xdplab.testbed collection: not a public API, may change without notice.
 
@@ -19,6 +20,8 @@ import os
 import shutil
 import subprocess
 import tempfile
+from collections.abc import Callable
+from typing import Any
 
 
 class MailsplitError(Exception):
@@ -53,3 +56,22 @@ def mailsplit(text: str, git: str | None = None) -> list[str]:
             with open(os.path.join(out, name), "rb") as fh:
                 mails.append(fh.read().decode("utf-8", "surrogateescape"))
         return mails
+
+
+def module_patch_id(module: Any) -> Callable[[str], str]:
+    """``git patch-id --stable`` of one patch through an AnsibleModule's run_command (C locale):
+    the patch-id, or "" when git finds no diff in the text; a failing git fails the module with
+    rc, stdout and stderr. For :func:`_build_logic.read_series`."""
+    from ansible_collections.xdplab.testbed.plugins.module_utils.kernel._build_logic import parse_patch_ids
+
+    git = module.get_bin_path("git", required=True)
+
+    def patch_id(text: str) -> str:
+        rc, out, err = module.run_command([git, "patch-id", "--stable"], data=text, binary_data=True, cwd="/",
+                                          environ_update={"LC_ALL": "C"})
+        if rc != 0 or err.strip():
+            module.fail_json(msg=f"git patch-id --stable failed (rc={rc})", rc=rc, stdout=out, stderr=err)
+        ids = parse_patch_ids(out)
+        return ids[0] if len(ids) == 1 else ""
+
+    return patch_id

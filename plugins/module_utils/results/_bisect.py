@@ -198,33 +198,47 @@ def _done(verdict: str, good: int | None, bad: int | None, skipped: list[int], u
 # --------------------------------------------------------------------------- a whole bisection
 
 
+def next_step(n_patches: int, steps: Sequence[dict], alpha: float = DEFAULT_ALPHA) -> dict:
+    """The next step of a bisection given the steps so far (``{prefix, decision}`` each, in the
+    order they were taken; decision moved, not_moved, undecided or skip): ``{next, step, alpha}``
+    (the prefix, its step number among the measured steps, its error level), or ``{next: None,
+    result}`` (see :func:`plan`)."""
+    outcomes = {}
+    for s in steps:
+        if not isinstance(s, dict) or "prefix" not in s or "decision" not in s:
+            raise BisectError(f"a step is a mapping with prefix and decision, got {s!r}")
+        outcomes[s["prefix"]] = s["decision"]
+    nxt = plan(n_patches, outcomes)
+    if nxt["next"] is None:
+        return nxt
+    number = 1 + sum(1 for s in steps if s["decision"] != SKIP)
+    return {"next": nxt["next"], "step": number, "alpha": step_alpha(number, n_patches, alpha)}
+
+
 def bisect(n_patches: int, measure: Callable[[int, int], tuple[list[float], list[float]] | None],
            threshold: float, alpha: float = DEFAULT_ALPHA, looks: Sequence[int] = DEFAULT_LOOKS,
-           known: dict[int, dict] | None = None) -> dict:
+           known: Sequence[dict] = ()) -> dict:
     """Run a bisection with ``measure(prefix, boots)``: the per-boot ns/packet of the base and of
     the prefix after ``boots`` boots per kernel (all of them, the earlier ones included), or None
-    when the prefix does not apply, build or boot. ``known`` holds steps of an earlier attempt
-    (prefix -> step), reused as they are. Returns ``{result, steps, threshold, alpha, looks}``,
-    the steps in the order they were measured, each with its prefix, step number, level, looks
-    and final decision."""
+    when the prefix does not apply, build or boot. ``known`` holds the steps of an earlier attempt,
+    reused as they are. Returns ``{result, steps, threshold, alpha, looks}``, the steps in the order
+    they were taken, each with its prefix, step number, level, looks and decision. (The playbook
+    runs the same steps with :func:`next_step` and :func:`decide`, one task at a time.)"""
     looks = check_looks(looks)
-    steps: dict[int, dict] = {int(k): dict(v) for k, v in (known or {}).items()}
+    steps = [dict(s) for s in known]
     while True:
-        outcomes = {k: s["decision"] for k, s in steps.items()}
-        nxt = plan(n_patches, outcomes)
+        nxt = next_step(n_patches, steps, alpha)
         if nxt["next"] is None:
             break
         k = nxt["next"]
-        number = 1 + sum(1 for s in steps.values() if s["decision"] != SKIP)
-        a_step = step_alpha(number, n_patches, alpha)
-        step = {"prefix": k, "step": number, "alpha": a_step, "looks": []}
+        step = {"prefix": k, "step": nxt["step"], "alpha": nxt["alpha"], "looks": []}
         boots = looks[0]
         while True:
             values = measure(k, boots)
             if values is None:
                 step.update(decision=SKIP, step=None, alpha=None)
                 break
-            d = decide(values[0], values[1], threshold, a_step, looks)
+            d = decide(values[0], values[1], threshold, nxt["alpha"], looks)
             step["looks"].append(d)
             if d["decision"] != "continue":
                 step.update(decision=d["decision"], boots=d["boots"], delta=d["delta"], ci=d["ci"],
@@ -232,9 +246,8 @@ def bisect(n_patches: int, measure: Callable[[int, int], tuple[list[float], list
                             values=list(values[1]))
                 break
             boots = d["next_boots"]
-        steps[k] = step
-    return {"result": nxt["result"], "steps": list(steps.values()), "threshold": threshold, "alpha": alpha,
-            "looks": list(looks)}
+        steps.append(step)
+    return {"result": nxt["result"], "steps": steps, "threshold": threshold, "alpha": alpha, "looks": list(looks)}
 
 
 # --------------------------------------------------------------------------- checks

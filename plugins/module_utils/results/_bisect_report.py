@@ -23,7 +23,7 @@ def summary(state: dict) -> dict:
     for key in ("series", "steps", "result", "threshold", "alpha"):
         if key not in state:
             raise BisectError(f"a bisection's state needs {key!r}; it has {sorted(state)}")
-    series = state["series"]
+    series = [{"subject": p["subject"], "patch_id": p["patch_id"]} for p in state["series"]]
     n = len(series)
     result = dict(state["result"])
     steps = [dict(s) for s in state["steps"]]

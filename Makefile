@@ -10,7 +10,7 @@ export LC_ALL := C.UTF-8
 # The guest kernel the QEMU runner tests boot: built by the kernel role (molecule/kernel) unless given.
 GUEST_KERNEL ?= /var/lib/xdplab/kernel/baseline/bzImage
 
-.PHONY: help deps deps-apt deps-test venv venv-test collection bench test unit integration qemu faults lint sanity molecule bench-perf build clean vmlab vmlab-up vmlab-down vmlab-test vmlab-faults vmlab-disk-test
+.PHONY: help deps deps-apt deps-test venv venv-test collection bench test unit integration qemu faults lint sanity molecule bench-perf build clean vmlab vmlab-up vmlab-down vmlab-test vmlab-faults vmlab-disk-test bisect-test
 
 help:
 	@echo "make bench       install everything, run bench.yml on the virtual test bed"
@@ -21,6 +21,7 @@ help:
 	@echo "make vmlab-test  molecule/vmlab (real drivers tuned, XDP native, driver selftests), then vmlab-faults"
 	@echo "make vmlab-faults  a run SIGKILLed on the lab's real drivers, then teardown: all as before"
 	@echo "make vmlab-disk-test  kernels installed on a DUT that boots GRUB from its disk: boot once, verify, fall back"
+	@echo "make bisect-test  playbooks/bisect.yml under QEMU: a culprit around a patch that does not build, a null series"
 
 # Debian packages (root). A stamp keyed on the package list and the project's apt sources avoids
 # re-running apt. The sources in files/apt (bookworm-backports) go in before apt-get update; a line
@@ -80,6 +81,12 @@ integration:
 # Host-side tests that boot the guest kernel under QEMU and run tests/qemu/test_* inside it.
 qemu:
 	XDPLAB_GUEST_KERNEL=$(GUEST_KERNEL) $(BIN)/pytest -q -p no:cacheprovider $(wildcard tests/qemu/test_*_runner.py)
+
+# playbooks/bisect.yml end to end on the embedded QEMU DUT (docs/bisect.md): a culprit located around a
+# patch that does not build, a resumed step, a null series. Apart from `make qemu` until its time is
+# measured: it builds four prefix kernels through ccache (the base from molecule/kernel's cache).
+bisect-test:
+	XDPLAB_GUEST_KERNEL=$(GUEST_KERNEL) $(BIN)/pytest -q -p no:cacheprovider --durations=5 tests/qemu/test_bisect_loop.py
 
 # Fault injection on real bench.yml runs (tests/faults): nothing lost, nothing left behind.
 faults:

@@ -231,6 +231,7 @@ import traceback
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.xdplab.testbed.plugins.module_utils.kernel import _build_logic as _kernel
+from ansible_collections.xdplab.testbed.plugins.module_utils.kernel import _mailsplit
 from ansible_collections.xdplab.testbed.plugins.module_utils.results._ab import analyze, kernel_of
 from ansible_collections.xdplab.testbed.plugins.module_utils.results._compare import (
     compare_records,
@@ -253,15 +254,7 @@ def _read(module: AnsibleModule, path: str, what: str) -> str:
 
 
 def _series_from_files(module: AnsibleModule, paths: list[str]) -> dict:
-    git = module.get_bin_path("git", required=True)
-
-    def patch_id(text: str) -> str:
-        rc, out, err = module.run_command([git, "patch-id", "--stable"], data=text, binary_data=True, cwd="/",
-                                          environ_update={"LC_ALL": "C"})
-        if rc != 0 or err.strip():
-            module.fail_json(msg=f"git patch-id --stable failed (rc={rc})", rc=rc, stdout=out, stderr=err)
-        ids = _kernel.parse_patch_ids(out)
-        return ids[0] if len(ids) == 1 else ""
+    patch_id = _mailsplit.module_patch_id(module)
 
     infos = []
     for path in paths:

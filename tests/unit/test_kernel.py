@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 import yaml
 from ansible_collections.xdplab.testbed.plugins.module_utils.kernel import _build_logic as _kernel
+from ansible_collections.xdplab.testbed.plugins.module_utils.kernel import _mailsplit
 
 ROOT = Path(__file__).resolve().parents[2]
 FIXTURE = ROOT / "files" / "patches" / "fixture"
@@ -27,11 +28,10 @@ def test_fixture_series_subjects_and_files():
     assert _kernel.patch_files(texts[1]) == ["Documentation/networking/pktgen.rst"]
 
 
-def test_split_mbox_of_concatenated_series():
+def test_mailsplit_of_concatenated_series():
     texts = _fixture_texts()
-    parts = _kernel.split_mbox("".join(texts))
-    assert parts == texts
-    assert _kernel.split_mbox("--- a/x\n+++ b/x\n") == ["--- a/x\n+++ b/x\n"]
+    assert _mailsplit.mailsplit("".join(texts)) == texts
+    assert _mailsplit.mailsplit("--- a/x\n+++ b/x\n") == ["--- a/x\n+++ b/x\n"]
 
 
 def test_subject_folded_and_fallback():

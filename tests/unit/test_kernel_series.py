@@ -66,8 +66,10 @@ def test_read_series_numbers_on_from_start_and_refuses_a_part_without_diff():
         _kernel.read_series("b.patch", PATCHES[1].read_text(), lambda t: "")
     with pytest.raises(_kernel.KernelError, match="'oops' is not a git patch-id"):
         _kernel.read_series("b.patch", PATCHES[1].read_text(), lambda t: "oops")
-    with pytest.raises(_kernel.KernelError, match="patch 'cover.txt' contains no diff"):
+    with pytest.raises(_kernel.KernelError, match="'cover.txt' holds no patch \\(only a cover letter or replies\\)"):
         _kernel.read_series("cover.txt", "Subject: [PATCH 0/2] cover\n\nno diff here\n", lambda t: "ab" * 20)
+    with pytest.raises(_kernel.KernelError, match="patch 'notes.txt' contains no diff"):
+        _kernel.read_series("notes.txt", "Subject: [PATCH 1/2] notes\n\nno diff here\n", lambda t: "ab" * 20)
 
 
 def test_encoded_and_folded_subjects_are_decoded():

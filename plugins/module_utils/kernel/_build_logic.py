@@ -19,9 +19,12 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from ansible_collections.xdplab.testbed.plugins.module_utils.kernel import _mailsplit
+
 SERIES_SCHEMA = "xdplab.kernel-series/v1"
-_MBOX_FROM = re.compile(r"^From [0-9a-f]{40} Mon Sep 17 00:00:00 2001$", re.M)
 _SUBJECT_PREFIX = re.compile(r"^\s*(\[[^\]]*\]\s*)+")
+_PATCH_NUMBER = re.compile(r"\b(\d+)/(\d+)\s*\]")
+_REPLY = re.compile(r"^\s*re\s*:", re.I)
 _CONFIG_SET = re.compile(r"^(CONFIG_[A-Za-z0-9_]+)=(.*)$")
 _CONFIG_UNSET = re.compile(r"^# (CONFIG_[A-Za-z0-9_]+) is not set$")
 # git patch-id prints "<patch-id> <commit-id>" per patch; sha1 repositories 40 hex digits, sha256 ones 64.
@@ -48,18 +51,9 @@ class PatchInfo:
 # --------------------------------------------------------------------------- patches
 
 
-def split_mbox(text: str) -> list[str]:
-    """Split an mbox (git format-patch output concatenated) into single patches.
-    A plain diff (no mbox separators) is returned as one patch."""
-    starts = [m.start() for m in _MBOX_FROM.finditer(text)]
-    if len(starts) <= 1:
-        return [text]
-    starts.append(len(text))
-    return [text[a:b] for a, b in zip(starts, starts[1:], strict=False)]
-
-
-def patch_subject(text: str, fallback: str) -> str:
-    """The Subject: of a mail-formatted patch (folded lines joined, [PATCH n/m] dropped), else fallback."""
+def subject_header(text: str) -> str:
+    """The Subject: of a mail-formatted patch as written (folded lines joined, RFC 2047 decoded,
+    ``[PATCH n/m]`` kept), "" when the text has no Subject: header before its diff."""
     lines = text.splitlines()
     for i, line in enumerate(lines):
         if line == "" or line.startswith("diff --git") or line.startswith("--- "):
@@ -71,8 +65,62 @@ def patch_subject(text: str, fallback: str) -> str:
                     subject += " " + cont.strip()
                 else:
                     break
-            return _SUBJECT_PREFIX.sub("", _decode_header(subject)).strip() or fallback
-    return fallback
+            return _decode_header(subject).strip()
+    return ""
+
+
+def patch_subject(text: str, fallback: str) -> str:
+    """The Subject: of a mail-formatted patch (folded lines joined, [PATCH n/m] dropped), else fallback."""
+    return _SUBJECT_PREFIX.sub("", subject_header(text)).strip() or fallback
+
+
+def series_mails(name: str, mails: list[str]) -> list[tuple[str, str]]:
+    """The patches among the mails of one file, in series order, as (name, text): what ``git am``
+    would apply from a ``b4 am`` mbox or a thread saved from lore (``b4 mbox``).
+
+    Left out: the cover letter (``[PATCH 0/N]``) and replies (``Re:``), as b4 leaves them out. Any
+    other mail without a diff is an error naming it. When every patch of an mbox of several is
+    numbered ``[PATCH k/N]``, they are put in the order of k, and a number given twice (two revisions
+    in one mbox) or missing (a mail lost) is an error naming it. A mail of an mbox of several is
+    named ``name#k``, k its place in the file."""
+    kept: list[tuple[str, str, tuple[int, int] | None]] = []
+    for k, mail in enumerate(mails, start=1):
+        mname = name if len(mails) == 1 else f"{name}#{k}"
+        subject = subject_header(mail)
+        number = _patch_number(subject)
+        if _REPLY.match(subject) or (number is not None and number[0] == 0):
+            continue
+        if not has_diff(mail):
+            raise KernelError(f"patch {mname!r} contains no diff")
+        kept.append((mname, mail, number))
+    if not kept:
+        raise KernelError(f"{name!r} holds no patch (only a cover letter or replies)" if mails
+                          else f"{name!r} is empty: no patch in it")
+    numbers = [n for _m, _t, n in kept]
+    if len(kept) > 1 and all(numbers):
+        totals = sorted({n[1] for n in numbers})
+        if len(totals) > 1:
+            raise KernelError(f"{name!r} mixes series of {' and '.join(map(str, totals))} patches: "
+                              "give one series per file")
+        seen: dict[int, str] = {}
+        for mname, _t, (k, _n) in kept:
+            if k in seen:
+                raise KernelError(f"{name!r} holds two patches numbered {k}/{totals[0]} ({seen[k]} and "
+                                  f"{mname}): give one revision of the series")
+            seen[k] = mname
+        missing = [k for k in range(1, totals[0] + 1) if k not in seen]
+        if missing:
+            raise KernelError(f"{name!r} lacks patch {', '.join(f'{k}/{totals[0]}' for k in missing)} of the "
+                              "series: a mail is missing")
+        kept.sort(key=lambda item: item[2][0])
+    return [(mname, mail) for mname, mail, _n in kept]
+
+
+def _patch_number(subject: str) -> tuple[int, int] | None:
+    """(k, N) of a subject's ``[PATCH ... k/N]`` prefix, None when it has none."""
+    prefix = _SUBJECT_PREFIX.match(subject)
+    m = _PATCH_NUMBER.search(prefix.group(0)) if prefix else None
+    return (int(m.group(1)), int(m.group(2))) if m else None
 
 
 def _decode_header(value: str) -> str:
@@ -123,17 +171,20 @@ def parse_patch_ids(output: str) -> list[str]:
     return ids
 
 
-def read_series(name: str, text: str, patch_id: Callable[[str], str], start: int = 1) -> list[tuple[PatchInfo, str]]:
-    """The patches of one file (a single patch or a git format-patch mbox): (PatchInfo, text) each,
-    with subject, files and the patch-id ``patch_id(text)`` returns (the caller runs
-    ``git patch-id --stable`` and parses it with :func:`parse_patch_ids`). Indexes count from
-    ``start``; a part of an mbox is named ``name#k``. A part without a diff is an error naming it."""
-    parts = split_mbox(text)
+def read_series(name: str, text: str, patch_id: Callable[[str], str], start: int = 1,
+                split: Callable[[str], list[str]] | None = None) -> list[tuple[PatchInfo, str]]:
+    """The patches of one file (a single patch, a git format-patch mbox, a ``b4 am`` mbox or a thread
+    saved from lore): (PatchInfo, text) each, with subject, files and the patch-id ``patch_id(text)``
+    returns (the caller runs ``git patch-id --stable`` and parses it with :func:`parse_patch_ids`).
+    The file is cut into mails by ``split`` (default ``git mailsplit``, as ``git am`` does:
+    :func:`_mailsplit.mailsplit`), and :func:`series_mails` keeps the patches. Indexes count
+    from ``start``; a mail of an mbox of several is named ``name#k``."""
+    try:
+        mails = (split or _mailsplit.mailsplit)(text)
+    except _mailsplit.MailsplitError as exc:
+        raise KernelError(f"{name!r}: {exc}") from exc
     out = []
-    for k, part in enumerate(parts, start=1):
-        pname = name if len(parts) == 1 else f"{name}#{k}"
-        if not has_diff(part):
-            raise KernelError(f"patch {pname!r} contains no diff")
+    for pname, part in series_mails(name, mails):
         info = PatchInfo(index=start + len(out), name=pname, subject=patch_subject(part, pname),
                          files=patch_files(part))
         info.patch_id = patch_id(part)

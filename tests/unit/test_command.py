@@ -78,7 +78,7 @@ def test_c_env_is_this_environment_in_the_c_locale(monkeypatch):
 
 # Files that still set the locale themselves: modules and helpers other work owns for now (they move to
 # the runner when it lands), and a shell line run inside a QEMU guest, which no module runner reaches.
-LEFT = {"plugins/modules/bench_sample.py", "plugins/modules/bench_run.py", "plugins/modules/bench_compare.py",
+LEFT = {"plugins/modules/bench_sample.py", "plugins/modules/bench_run.py",
         "plugins/modules/vmlab_guest.py", "plugins/module_utils/kernel/_qemu_guest.py"}
 
 

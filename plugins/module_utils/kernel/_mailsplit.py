@@ -23,6 +23,8 @@ import tempfile
 from collections.abc import Callable
 from typing import Any
 
+from ansible_collections.xdplab.testbed.plugins.module_utils.common import _command
+
 
 class MailsplitError(Exception):
     """git is missing or refused the file; the message says which and why."""
@@ -45,7 +47,7 @@ def mailsplit(text: str, git: str | None = None) -> list[str]:
         try:
             proc = subprocess.run(  # noqa: S603 - argv list, git and our own temporary paths
                 [git, "mailsplit", "-b", "--keep-cr", f"-o{out}", "--", src],
-                capture_output=True, check=False, env={**os.environ, "LC_ALL": "C"})
+                capture_output=True, check=False, env=_command.c_env())
         except OSError as exc:
             raise MailsplitError(f"git mailsplit could not run ({git}): {exc.strerror}") from exc
         if proc.returncode != 0:
@@ -68,7 +70,7 @@ def module_patch_id(module: Any) -> Callable[[str], str]:
 
     def patch_id(text: str) -> str:
         rc, out, err = module.run_command([git, "patch-id", "--stable"], data=text, binary_data=True, cwd="/",
-                                          environ_update={"LC_ALL": "C"})
+                                          environ_update=dict(_command.C_LOCALE))
         if rc != 0 or err.strip():
             module.fail_json(msg=f"git patch-id --stable failed (rc={rc})", rc=rc, stdout=out, stderr=err)
         ids = parse_patch_ids(out)

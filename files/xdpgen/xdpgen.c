@@ -87,7 +87,7 @@
  * than this many seconds of lag at once (a late wake-up does not become a burst). */
 #define PACE_STEP_PACKET 50e-6
 #define PACE_STEP_LIVE 500e-6
-#define PACE_MAX_LAG 10e-3
+#define PACE_MAX_LAG 50e-3
 #ifndef ENOTSUPP
 #define ENOTSUPP 524 /* the kernel's internal "not supported", seen by user space */
 #endif

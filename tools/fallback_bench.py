@@ -33,7 +33,8 @@ import tempfile
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+HERE = Path(__file__).resolve().parent
+sys.path[:0] = [str(HERE), str(HERE.parent / ".collections")]
 
 from ansible_collections.xdplab.testbed.plugins.module_utils.traffic._output_parsers import parse  # noqa: E402
 from ansible_collections.xdplab.testbed.plugins.module_utils.traffic._xdpgen_trafgen_argv import (  # noqa: E402

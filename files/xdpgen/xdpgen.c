@@ -913,12 +913,11 @@ struct packet_sock {
 	unsigned int frame_size; /* bytes per ring slot */
 };
 
-static int packet_open(struct packet_sock *ps, unsigned int cpu)
+static int packet_open(struct packet_sock *ps)
 {
 	struct sockaddr_ll sll = { .sll_family = AF_PACKET, .sll_ifindex = (int)cfg->ifindex };
 	int one = 1;
 
-	(void)cpu;
 	memset(ps, 0, sizeof(*ps));
 	ps->fd = socket(AF_PACKET, SOCK_RAW | SOCK_CLOEXEC, 0);
 	if (ps->fd < 0)
@@ -1125,7 +1124,7 @@ static void *packet_worker_main(void *arg)
 	CPU_SET(w->cpu, &set);
 	w->err = pthread_setaffinity_np(pthread_self(), sizeof(set), &set);
 	if (!w->err)
-		w->err = packet_open(&ps, w->cpu);
+		w->err = packet_open(&ps);
 	pthread_barrier_wait(&start_barrier);
 	clock_gettime(CLOCK_MONOTONIC, &w->start);
 	if (w->err) {

@@ -95,14 +95,21 @@ class Runner:
     def xdpgen(self, size: int, threads: int = 1, extra: tuple[str, ...] = ()) -> dict:
         return measure(self.pair, self.xdpgen_argv(size, threads, extra), parse_kv("xdpgen:"), self.softirqd)
 
-    def trafgen(self, size: int, threads: int = 1) -> dict:
-        """trafgen has no time limit: its count aims at --seconds from its previous rate."""
+    def trafgen(self, size: int, threads: int = 1) -> dict | None:
+        """trafgen has no time limit: its count aims at --seconds from its previous rate. None when
+        trafgen fails: it gives up when its TX ring flush meets a full device queue (EAGAIN), which
+        the veth gives when the receiver's NAPI runs on another CPU and falls behind."""
         key = (size, threads)
         count = self.tg_count.get(key, int(300_000 * self.seconds))
         p = {k: v for k, v in self.params(size, threads).items() if k != "cpu"}
         conf = self.tmp / f"trafgen_{size}.cfg"
         conf.write_text(trafgen_config(dict(p, count=count)))
-        m = measure(self.pair, trafgen_argv(dict(p, count=count), str(conf)), parse_trafgen, self.softirqd)
+        try:
+            m = measure(self.pair, trafgen_argv(dict(p, count=count), str(conf)), parse_trafgen, self.softirqd)
+        except subprocess.CalledProcessError as exc:
+            why = [ln for ln in (exc.stderr + exc.stdout).splitlines() if "failed" in ln.lower()][:1]
+            print(f"  trafgen failed (status {exc.returncode}): {why[0] if why else exc.stderr.strip()[-200:]}")
+            return None
         self.tg_count[key] = max(10_000, int(m["sent"] / max(m["seconds"], 1e-3) * self.seconds))
         return m
 
@@ -113,6 +120,8 @@ def rounds(kinds: dict, n: int, label: str) -> dict[str, list[dict]]:
     for r in range(n):
         for name in names[r % len(names):] + names[:r % len(names)]:
             m = kinds[name]()
+            if m is None:
+                continue
             out[name].append(m)
             print(f"  {label} round {r + 1} {name:24s} {m['pps'] / 1e6:6.3f} Mpps received "
                   f"(sent {m['sent']}, received {m['received']}), {m['pps_cpu'] / 1e6:6.3f} Mpps per busy core",
@@ -124,6 +133,9 @@ def table(title: str, res: dict[str, list[dict]], ref: str | None) -> None:
     print(f"\n{title}")
     print(f"  {'sender':26s} {'median Mpps':>11s} {'range':>15s} {'per core':>9s} {'rx/tx':>7s}"
           + (f" {'/ ' + ref:>12s}" if ref else ""))
+    for name in [k for k, v in res.items() if not v]:
+        print(f"  {name:26s} every run failed")
+    res = {k: v for k, v in res.items() if v}
     med = {k: statistics.median(m["pps"] for m in v) for k, v in res.items()}
     for name, ms in res.items():
         pps = [m["pps"] for m in ms]

@@ -15,7 +15,7 @@ GUEST_KERNEL ?= /var/lib/xdplab/kernel/baseline/bzImage
 help:
 	@echo "make bench       install everything, run bench.yml on the virtual test bed"
 	@echo "make test        install test deps, run unit, lint, sanity, molecule, integration, qemu and faults"
-	@echo "make bench-perf  generator and harness-overhead benchmark (prints figures)"
+	@echo "make bench-perf  generator benchmarks (xdpgen's AF_PACKET path vs trafgen, paced rates) and harness overhead"
 	@echo "make build       ansible-galaxy collection build"
 	@echo "make vmlab       the lab in a box: guests up, smoke check over ssh, guests down"
 	@echo "make vmlab-test  molecule/vmlab (real drivers tuned, XDP native, driver selftests), then vmlab-faults"
@@ -126,7 +126,10 @@ molecule:
 molecule-%:
 	cd $(CURDIR) && $(BIN)/molecule test -s $*
 
+# First xdpgen's AF_PACKET path against trafgen side by side (ratio, 1 and 2 threads, paced rates:
+# tools/fallback_bench.py, FALLBACK_ARGS for its options), then the playbook's generator and harness figures.
 bench-perf: deps
+	$(BIN)/python tools/fallback_bench.py $(FALLBACK_ARGS)
 	$(BIN)/ansible-playbook playbooks/bench_perf.yml $(BENCH_ARGS)
 
 # The lab in a box (inventories/vmlab): QEMU guests with igb and virtio-net reached over ssh. `make vmlab`

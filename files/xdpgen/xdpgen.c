@@ -57,11 +57,13 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
 
-#define XDPGEN_VERSION "1.1.0"
+#define XDPGEN_VERSION "1.2.0"
 
 #define EXIT_USAGE 2
 #define ETH_HDR_LEN 14
@@ -77,12 +79,22 @@
 #define MAX_BATCH (1U << 24)
 #define KERNEL_BATCH_MAX 256 /* NAPI_POLL_WEIGHT, the kernel's own limit */
 #define SPORT_OFF (ETH_HDR_LEN + IP_HDR_LEN)
-#define PACKET_BATCH 64 /* frames per sendmmsg() in packet mode */
+#define PACKET_BATCH 64 /* frames per sendmmsg() / TX ring kick in packet mode, by default */
+#define PACKET_BATCH_MAX 1024
+#define RING_FRAMES 4096 /* frames of the PACKET_TX_RING */
+#define MAX_RATE 1e9
+/* Paced sending (--rate): a thread sends at most one slice per pacing step and never makes up more
+ * than this many seconds of lag at once (a late wake-up does not become a burst). */
+#define PACE_STEP_PACKET 50e-6
+#define PACE_STEP_LIVE 500e-6
+#define PACE_MAX_LAG 50e-3
 #ifndef ENOTSUPP
 #define ENOTSUPP 524 /* the kernel's internal "not supported", seen by user space */
 #endif
 
 enum mode { MODE_AUTO, MODE_LIVE, MODE_PACKET };
+enum packet_tx { TX_RING, TX_MMSG };
+static const char *const packet_tx_names[] = { "ring", "mmsg" };
 static const char *const mode_names[] = { "auto", "live", "packet" };
 
 struct config {
@@ -102,13 +114,18 @@ struct config {
 	bool quiet;
 	bool no_pin;
 	enum mode mode;            /* after the probe: MODE_LIVE or MODE_PACKET */
+	enum packet_tx packet_tx;  /* packet mode: PACKET_TX_RING or sendmmsg() */
+	bool have_batch;
+	double rate;               /* packets/s over all threads, 0: as fast as possible */
+	double interval;           /* seconds between interval lines, 0: none */
 };
 
 struct worker {
 	pthread_t tid;
 	unsigned int idx, cpu;
 	unsigned long long quota; /* packets to send, 0: until stopped */
-	unsigned long long packets;
+	unsigned long long packets; /* written by the worker, read by the interval printer */
+	double rate;              /* this thread's share of --rate, 0: unpaced */
 	struct timespec start, end;
 	int err;                  /* errno of a failed BPF_PROG_RUN or send, 0 if none */
 	bool started;
@@ -139,7 +156,11 @@ static void usage(FILE *out)
 		"  -d, --duration SEC   send for SEC seconds (default 5; excl. --count)\n"
 		"  -t, --threads N      sending threads, one per CPU (default 1)\n"
 		"  -c, --cpu N          first CPU; thread i runs on CPU N+i (default 0)\n"
-		"  -b, --batch N        packets per BPF_PROG_RUN call (default 65536)\n"
+		"  -b, --batch N        packets per BPF_PROG_RUN call (default 65536); in\n"
+		"                       packet mode frames per send, 1..%d (default %d)\n"
+		"  -r, --rate PPS       send PPS packets/s in total (split over threads),\n"
+		"                       paced evenly; default: as fast as possible\n"
+		"      --interval SEC   print the packets sent in every SEC seconds\n"
 		"  -k, --kernel-batch N frames per kernel-side batch, 1..%d (default 64)\n"
 		"      --dst-mac MAC    destination MAC (default ff:ff:ff:ff:ff:ff)\n"
 		"      --src-mac MAC    source MAC (default IFACE's address)\n"
@@ -153,16 +174,19 @@ static void usage(FILE *out)
 		"                       (each BPF_PROG_RUN call then costs ~20 ms extra)\n"
 		"  -m, --mode MODE      auto (default): live frames, or an AF_PACKET socket\n"
 		"                       where the kernel refuses them; live; packet\n"
+		"      --packet-tx HOW  packet mode: ring (PACKET_TX_RING, default) or\n"
+		"                       mmsg (sendmmsg)\n"
 		"  -q, --quiet          no informational messages on stderr\n"
 		"  -V, --version        print the version and exit\n"
 		"  -h, --help           print this help and exit\n\n"
 		"Output (stdout), one line per thread then one summary line:\n"
 		"  xdpgen: thread <i> cpu <c> packets <N> seconds <S> pps <P>\n"
 		"  xdpgen: packets=<N> bytes=<B> seconds=<S> pps=<P> gbps=<G> threads=<T> pkt_size=<Z>\n"
-		"          mode=<live|packet> (on the same line)\n"
+		"          mode=<live|packet> rate=<PPS asked|max> (on the same line)\n"
+		"With --interval, before them: xdpgen: interval <t> packets <N> pps <P>\n"
 		"SIGINT/SIGTERM stop early; the figures so far are still printed.\n"
 		"Exit status: 0 ok, 1 runtime error, 2 bad command line.\n",
-		MIN_PKT_SIZE, MAX_LIVE_FRAME, KERNEL_BATCH_MAX);
+		MIN_PKT_SIZE, MAX_LIVE_FRAME, PACKET_BATCH_MAX, PACKET_BATCH, KERNEL_BATCH_MAX);
 }
 
 static void __attribute__((noreturn, format(printf, 1, 2))) usage_error(const char *fmt, ...)
@@ -211,6 +235,19 @@ static double parse_seconds(const char *opt, const char *val)
 	return v;
 }
 
+static double parse_rate(const char *opt, const char *val)
+{
+	char *end;
+	double v;
+
+	errno = 0;
+	v = strtod(val, &end);
+	if (!val[0] || errno || *end || !(v >= 1.0) || v > MAX_RATE)
+		usage_error("invalid value '%s' for %s: must be a rate in packets/s in 1..%.0f",
+			    val, opt, MAX_RATE);
+	return v;
+}
+
 static void parse_mac(const char *opt, const char *val, uint8_t mac[6])
 {
 	unsigned int b[6];
@@ -231,7 +268,8 @@ static void parse_ip(const char *opt, const char *val, struct in_addr *addr)
 		usage_error("invalid value '%s' for %s: must be an IPv4 address", val, opt);
 }
 
-enum { OPT_DST_MAC = 256, OPT_SRC_MAC, OPT_SRC_IP, OPT_DST_IP, OPT_SPORT, OPT_DPORT, OPT_FLOWS, OPT_NO_PIN };
+enum { OPT_DST_MAC = 256, OPT_SRC_MAC, OPT_SRC_IP, OPT_DST_IP, OPT_SPORT, OPT_DPORT, OPT_FLOWS, OPT_NO_PIN,
+       OPT_INTERVAL, OPT_PACKET_TX };
 
 static const struct option long_opts[] = {
 	{ "dev", required_argument, NULL, 'i' },
@@ -251,6 +289,9 @@ static const struct option long_opts[] = {
 	{ "flows", required_argument, NULL, OPT_FLOWS },
 	{ "no-pin", no_argument, NULL, OPT_NO_PIN },
 	{ "mode", required_argument, NULL, 'm' },
+	{ "rate", required_argument, NULL, 'r' },
+	{ "interval", required_argument, NULL, OPT_INTERVAL },
+	{ "packet-tx", required_argument, NULL, OPT_PACKET_TX },
 	{ "quiet", no_argument, NULL, 'q' },
 	{ "version", no_argument, NULL, 'V' },
 	{ "help", no_argument, NULL, 'h' },
@@ -295,7 +336,7 @@ static void parse_args(int argc, char **argv, struct config *c)
 	c->flows = 1;
 
 	opterr = 0;
-	while ((opt = getopt_long(argc, argv, ":i:s:n:d:t:c:b:k:m:qVh", long_opts, NULL)) != -1) {
+	while ((opt = getopt_long(argc, argv, ":i:s:n:d:t:c:b:k:m:r:qVh", long_opts, NULL)) != -1) {
 		const char *l = opt_label(opt, label, sizeof(label));
 
 		switch (opt) {
@@ -325,6 +366,21 @@ static void parse_args(int argc, char **argv, struct config *c)
 			break;
 		case 'b':
 			c->batch = (unsigned int)parse_uint(l, optarg, 1, MAX_BATCH);
+			c->have_batch = true;
+			break;
+		case 'r':
+			c->rate = parse_rate(l, optarg);
+			break;
+		case OPT_INTERVAL:
+			c->interval = parse_seconds(l, optarg);
+			break;
+		case OPT_PACKET_TX:
+			if (!strcmp(optarg, "ring"))
+				c->packet_tx = TX_RING;
+			else if (!strcmp(optarg, "mmsg"))
+				c->packet_tx = TX_MMSG;
+			else
+				usage_error("invalid value '%s' for %s: must be ring or mmsg", optarg, l);
 			break;
 		case 'k':
 			c->kernel_batch = (unsigned int)parse_uint(l, optarg, 1, KERNEL_BATCH_MAX);
@@ -391,6 +447,9 @@ static void parse_args(int argc, char **argv, struct config *c)
 	if (c->sport + c->flows - 1 > 65535)
 		usage_error("invalid value '%u' for --flows: --sport %u + --flows - 1 exceeds 65535",
 			    c->flows, c->sport);
+	if (c->rate && c->rate < c->threads)
+		usage_error("value '%g' for -r/--rate is smaller than -t/--threads %u (1 packet/s each)",
+			    c->rate, c->threads);
 	if (c->count && c->count < c->threads)
 		usage_error("value '%llu' for -n/--count is smaller than -t/--threads %u",
 			    c->count, c->threads);
@@ -666,6 +725,80 @@ static double ts_diff(const struct timespec *a, const struct timespec *b)
 	return (double)(b->tv_sec - a->tv_sec) + (double)(b->tv_nsec - a->tv_nsec) / 1e9;
 }
 
+/*
+ * Paced sending (--rate). By now a thread may have sent base + elapsed * rate packets; it sends
+ * what it owes (at most one send's worth at a time) and otherwise sleeps until a slice of `slice`
+ * packets is owed, so the frames leave evenly, a slice every pacing step. Lag beyond
+ * PACE_MAX_LAG (the thread was descheduled, or the rate is above what it can send) is forgiven,
+ * not made up in a burst: the achieved rate then falls short, and the summary line shows it.
+ */
+struct pacer {
+	double rate;              /* packets/s of this thread, 0: unpaced */
+	double base;              /* packets owed at t0 (lowered when lag is forgiven) */
+	unsigned int slice;       /* packets per pacing step */
+	struct timespec t0;
+};
+
+static void pacer_init(struct pacer *p, double rate, double step, unsigned int max)
+{
+	double slice = rate * step;
+
+	memset(p, 0, sizeof(*p));
+	p->rate = rate;
+	p->slice = slice < 1.0 ? 1 : slice > max ? max : (unsigned int)slice;
+	clock_gettime(CLOCK_MONOTONIC, &p->t0);
+}
+
+static void ts_add(struct timespec *t, double secs)
+{
+	long long ns = t->tv_nsec + (long long)((secs - (double)(long long)secs) * 1e9);
+
+	t->tv_sec += (time_t)secs + (time_t)(ns / 1000000000LL);
+	t->tv_nsec = (long)(ns % 1000000000LL);
+	if (t->tv_nsec < 0) {
+		t->tv_nsec += 1000000000L;
+		t->tv_sec--;
+	}
+}
+
+/*
+ * How many of `want` packets may go now, `sent` having gone. 0: none yet; the thread slept (at
+ * most 50 ms, and not past the deadline when `timed`) and looks at its stop conditions again.
+ */
+static unsigned int pace(struct pacer *p, unsigned long long sent, unsigned int want, bool timed)
+{
+	struct timespec now, wake, cap;
+	double owed, lag_max;
+
+	if (!p->rate)
+		return want;
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	owed = p->base + ts_diff(&p->t0, &now) * p->rate - (double)sent;
+	lag_max = p->rate * PACE_MAX_LAG > p->slice ? p->rate * PACE_MAX_LAG : p->slice;
+	if (owed > lag_max) {
+		p->base -= owed - lag_max;
+		owed = lag_max;
+	}
+	if (owed >= p->slice || (owed >= 1.0 && want < p->slice))
+		return owed < want ? (unsigned int)owed : want;
+	wake = p->t0;
+	ts_add(&wake, ((double)sent + p->slice - p->base) / p->rate);
+	cap = now;
+	ts_add(&cap, 0.05);
+	if (past(&wake, &cap))
+		wake = cap;
+	if (timed && past(&wake, &deadline))
+		wake = deadline;
+	while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &wake, NULL) == EINTR)
+		;
+	return 0;
+}
+
+static void count_packets(struct worker *w, unsigned long long n)
+{
+	__atomic_store_n(&w->packets, w->packets + n, __ATOMIC_RELAXED);
+}
+
 static void *worker_main(void *arg)
 {
 	struct worker *w = arg;
@@ -680,6 +813,7 @@ static void *worker_main(void *arg)
 		    .ctx_size_in = sizeof(ctx),
 		    .flags = BPF_F_TEST_XDP_LIVE_FRAMES,
 		    .batch_size = cfg->kernel_batch);
+	struct pacer pacer;
 	cpu_set_t set;
 	struct timespec now;
 
@@ -693,7 +827,9 @@ static void *worker_main(void *arg)
 		return NULL;
 	}
 	w->started = true;
+	prctl(PR_SET_TIMERSLACK, 1UL, 0, 0, 0);
 	clock_gettime(CLOCK_MONOTONIC, &w->start);
+	pacer_init(&pacer, w->rate, PACE_STEP_LIVE, cfg->batch);
 	while (!atomic_load_explicit(&stop_flag, memory_order_relaxed)) {
 		unsigned int repeat = cfg->batch;
 
@@ -705,6 +841,13 @@ static void *worker_main(void *arg)
 			if (left < repeat)
 				repeat = (unsigned int)left;
 		}
+		repeat = pace(&pacer, w->packets, repeat, !w->quota);
+		if (!repeat) {
+			clock_gettime(CLOCK_MONOTONIC, &now);
+			if (!w->quota && past(&now, &deadline))
+				break;
+			continue;
+		}
 		opts.repeat = repeat;
 		if (bpf_prog_test_run_opts(prog_fd, &opts)) {
 			/* Signals are blocked in workers, so EINTR is unexpected: the
@@ -712,7 +855,7 @@ static void *worker_main(void *arg)
 			w->err = errno;
 			break;
 		}
-		w->packets += repeat;
+		count_packets(w, repeat);
 		if (!w->quota) {
 			clock_gettime(CLOCK_MONOTONIC, &now);
 			if (past(&now, &deadline))
@@ -747,42 +890,180 @@ static int probe_live(const struct config *c)
 }
 
 /*
- * Packet mode: the same frame from an AF_PACKET socket bound to the interface,
- * past the qdisc (PACKET_QDISC_BYPASS), PACKET_BATCH frames per sendmmsg().
- * A frame the device could not take (ENOBUFS), or that the full send buffer
- * could not hold (EAGAIN: non-blocking, so the deadline is kept), is not
+ * Packet mode: the same frame from an AF_PACKET socket bound to the interface, past the qdisc
+ * (PACKET_QDISC_BYPASS), one socket per thread.
+ *
+ * --packet-tx ring (the default): a PACKET_TX_RING (TPACKET_V2) of RING_FRAMES slots, each
+ * holding the frame, written once before the start. Sending a frame is flipping its slot to
+ * TP_STATUS_SEND_REQUEST; one sendto() per batch hands every requested slot to the kernel, which
+ * builds each skb from the ring's page with no per-packet copy from user space and no per-packet
+ * system call. A frame counts as sent when the kernel gives its slot back (TP_STATUS_AVAILABLE,
+ * when the skb is freed); a frame the device refused (ENOBUFS) stays requested and goes with the
+ * next sendto(), so the count is exact. --flows rewrites the source port in the slot before it is
+ * requested.
+ *
+ * --packet-tx mmsg: sendmmsg() of the batch; a frame the device could not take (ENOBUFS), or that
+ * the full send buffer could not hold (EAGAIN: non-blocking, so the deadline is kept), is not
  * counted and is sent again.
  */
-static void *packet_worker_main(void *arg)
-{
-	struct worker *w = arg;
-	static __thread uint8_t frames[PACKET_BATCH][MAX_LIVE_FRAME];
-	struct iovec iov[PACKET_BATCH];
-	struct mmsghdr msgs[PACKET_BATCH];
-	struct sockaddr_ll sll = { .sll_family = AF_PACKET, .sll_ifindex = (int)cfg->ifindex };
-	unsigned int batch = cfg->batch < PACKET_BATCH ? cfg->batch : PACKET_BATCH;
-	uint32_t rnd = 0x9e3779b9u ^ (w->idx + 1) * 0x85ebca6bu;
-	struct timespec now;
-	cpu_set_t set;
-	int one = 1, fd = -1;
+struct packet_sock {
+	int fd;
+	uint8_t *ring;           /* TX ring mapping, NULL for mmsg */
+	size_t ring_len;
+	unsigned int frame_size; /* bytes per ring slot */
+};
 
-	CPU_ZERO(&set);
-	CPU_SET(w->cpu, &set);
-	w->err = pthread_setaffinity_np(pthread_self(), sizeof(set), &set);
-	if (!w->err) {
-		fd = socket(AF_PACKET, SOCK_RAW | SOCK_CLOEXEC, 0);
-		if (fd < 0 || bind(fd, (struct sockaddr *)&sll, sizeof(sll)) ||
-		    setsockopt(fd, SOL_PACKET, PACKET_QDISC_BYPASS, &one, sizeof(one)))
-			w->err = errno;
+static int packet_open(struct packet_sock *ps)
+{
+	struct sockaddr_ll sll = { .sll_family = AF_PACKET, .sll_ifindex = (int)cfg->ifindex };
+	int one = 1;
+
+	memset(ps, 0, sizeof(*ps));
+	ps->fd = socket(AF_PACKET, SOCK_RAW | SOCK_CLOEXEC, 0);
+	if (ps->fd < 0)
+		return errno;
+	if (setsockopt(ps->fd, SOL_PACKET, PACKET_QDISC_BYPASS, &one, sizeof(one)))
+		return errno;
+	if (cfg->packet_tx == TX_RING) {
+		int ver = TPACKET_V2;
+		struct tpacket_req req;
+		unsigned int fs = 64, block = 1U << 16;
+
+		while (fs < TPACKET2_HDRLEN + cfg->pkt_size)
+			fs <<= 1;
+		ps->frame_size = fs;
+		if (block < fs)
+			block = fs;
+		req.tp_block_size = block;
+		req.tp_frame_size = fs;
+		req.tp_frame_nr = RING_FRAMES;
+		req.tp_block_nr = RING_FRAMES / (block / fs);
+		if (setsockopt(ps->fd, SOL_PACKET, PACKET_VERSION, &ver, sizeof(ver)) ||
+		    setsockopt(ps->fd, SOL_PACKET, PACKET_TX_RING, &req, sizeof(req)))
+			return errno;
+		ps->ring_len = (size_t)req.tp_block_size * req.tp_block_nr;
+		ps->ring = mmap(NULL, ps->ring_len, PROT_READ | PROT_WRITE, MAP_SHARED, ps->fd, 0);
+		if (ps->ring == MAP_FAILED) {
+			ps->ring = NULL;
+			return errno;
+		}
+		for (unsigned int i = 0; i < RING_FRAMES; i++) {
+			struct tpacket2_hdr *h = (void *)(ps->ring + (size_t)i * fs);
+
+			memcpy((uint8_t *)h + TPACKET2_HDRLEN - sizeof(struct sockaddr_ll), frame,
+			       cfg->pkt_size);
+			h->tp_len = cfg->pkt_size;
+		}
 	}
-	pthread_barrier_wait(&start_barrier);
-	clock_gettime(CLOCK_MONOTONIC, &w->start);
-	if (w->err) {
-		w->end = w->start;
-		if (fd >= 0)
-			close(fd);
-		return NULL;
+	if (bind(ps->fd, (struct sockaddr *)&sll, sizeof(sll)))
+		return errno;
+	return 0;
+}
+
+static void packet_close(struct packet_sock *ps)
+{
+	if (ps->ring)
+		munmap(ps->ring, ps->ring_len);
+	if (ps->fd >= 0)
+		close(ps->fd);
+}
+
+static inline uint16_t next_sport(uint32_t *rnd)
+{
+	*rnd ^= *rnd << 13;
+	*rnd ^= *rnd >> 17;
+	*rnd ^= *rnd << 5;
+	return htons((uint16_t)(cfg->sport + *rnd % cfg->flows));
+}
+
+static unsigned int packet_batch(void)
+{
+	return cfg->batch < PACKET_BATCH_MAX ? cfg->batch : PACKET_BATCH_MAX;
+}
+
+static void packet_ring_loop(struct worker *w, struct packet_sock *ps, uint32_t rnd)
+{
+	unsigned int batch = packet_batch();
+	unsigned long long queued = 0, done = 0; /* slots requested, slots given back */
+	struct pacer pacer;
+	struct timespec now;
+
+	pacer_init(&pacer, w->rate, PACE_STEP_PACKET, batch);
+	for (;;) {
+		bool stopping = atomic_load_explicit(&stop_flag, memory_order_relaxed);
+		unsigned int n = 0, want = batch;
+
+		while (done < queued) {
+			struct tpacket2_hdr *h = (void *)(ps->ring + (done % RING_FRAMES) * ps->frame_size);
+			unsigned int st = __atomic_load_n(&h->tp_status, __ATOMIC_ACQUIRE);
+
+			if (st == TP_STATUS_AVAILABLE) {
+				done++;
+			} else if (st & TP_STATUS_WRONG_FORMAT) {
+				w->err = EINVAL;
+				goto out;
+			} else {
+				break;
+			}
+		}
+		count_packets(w, done - w->packets);
+		if (!w->quota) {
+			clock_gettime(CLOCK_MONOTONIC, &now);
+			if (past(&now, &deadline))
+				stopping = true;
+		}
+		if (w->quota && queued >= w->quota)
+			stopping = true;
+		if (stopping) {
+			/* what is requested still goes (at most a few batches), then stop */
+			if (done == queued)
+				break;
+		} else {
+			unsigned long long room = RING_FRAMES - (queued - done);
+
+			if (w->quota && w->quota - queued < want)
+				want = (unsigned int)(w->quota - queued);
+			if (room < want)
+				want = (unsigned int)room;
+			n = want ? pace(&pacer, queued, want, !w->quota) : 0;
+		}
+		for (unsigned int i = 0; i < n; i++) {
+			struct tpacket2_hdr *h = (void *)(ps->ring + (queued % RING_FRAMES) * ps->frame_size);
+
+			if (cfg->flows > 1) {
+				uint16_t v = next_sport(&rnd);
+
+				memcpy((uint8_t *)h + TPACKET2_HDRLEN - sizeof(struct sockaddr_ll) + SPORT_OFF,
+				       &v, 2);
+			}
+			__atomic_store_n(&h->tp_status, TP_STATUS_SEND_REQUEST, __ATOMIC_RELEASE);
+			queued++;
+		}
+		if (queued == done)
+			continue;
+		if (sendto(ps->fd, NULL, 0, MSG_DONTWAIT, NULL, 0) < 0) {
+			if (errno != ENOBUFS && errno != EAGAIN && errno != EINTR) {
+				w->err = errno;
+				break;
+			}
+			sched_yield();
+		} else if (!n) {
+			sched_yield(); /* waiting for slots to come back */
+		}
 	}
+out:
+	count_packets(w, done - w->packets);
+}
+
+static void packet_mmsg_loop(struct worker *w, struct packet_sock *ps, uint32_t rnd)
+{
+	static __thread uint8_t frames[PACKET_BATCH_MAX][MAX_LIVE_FRAME];
+	static __thread struct iovec iov[PACKET_BATCH_MAX];
+	static __thread struct mmsghdr msgs[PACKET_BATCH_MAX];
+	unsigned int batch = packet_batch();
+	struct pacer pacer;
+	struct timespec now;
+
 	memset(msgs, 0, sizeof(msgs));
 	for (unsigned int i = 0; i < batch; i++) {
 		memcpy(frames[i], frame, cfg->pkt_size);
@@ -791,7 +1072,7 @@ static void *packet_worker_main(void *arg)
 		msgs[i].msg_hdr.msg_iov = &iov[i];
 		msgs[i].msg_hdr.msg_iovlen = 1;
 	}
-	w->started = true;
+	pacer_init(&pacer, w->rate, PACE_STEP_PACKET, batch);
 	while (!atomic_load_explicit(&stop_flag, memory_order_relaxed)) {
 		unsigned int n = batch;
 		int sent;
@@ -804,20 +1085,17 @@ static void *packet_worker_main(void *arg)
 			if (left < n)
 				n = (unsigned int)left;
 		}
-		if (cfg->flows > 1) {
+		n = pace(&pacer, w->packets, n, !w->quota);
+		if (n && cfg->flows > 1) {
 			for (unsigned int i = 0; i < n; i++) {
-				uint16_t v;
+				uint16_t v = next_sport(&rnd);
 
-				rnd ^= rnd << 13;
-				rnd ^= rnd >> 17;
-				rnd ^= rnd << 5;
-				v = htons((uint16_t)(cfg->sport + rnd % cfg->flows));
 				memcpy(frames[i] + SPORT_OFF, &v, 2);
 			}
 		}
 		/* MSG_DONTWAIT: a socket whose send buffer is full (the receiver has not
 		 * consumed the frames yet) must not block past the deadline. */
-		sent = sendmmsg(fd, msgs, n, MSG_DONTWAIT);
+		sent = n ? sendmmsg(ps->fd, msgs, n, MSG_DONTWAIT) : 0;
 		if (sent < 0) {
 			if (errno != ENOBUFS && errno != EAGAIN && errno != EINTR) {
 				w->err = errno;
@@ -826,15 +1104,42 @@ static void *packet_worker_main(void *arg)
 			sched_yield();
 			sent = 0;
 		}
-		w->packets += (unsigned int)sent;
+		count_packets(w, (unsigned int)sent);
 		if (!w->quota) {
 			clock_gettime(CLOCK_MONOTONIC, &now);
 			if (past(&now, &deadline))
 				break;
 		}
 	}
+}
+
+static void *packet_worker_main(void *arg)
+{
+	struct worker *w = arg;
+	uint32_t rnd = 0x9e3779b9u ^ (w->idx + 1) * 0x85ebca6bu;
+	struct packet_sock ps = { .fd = -1 };
+	cpu_set_t set;
+
+	CPU_ZERO(&set);
+	CPU_SET(w->cpu, &set);
+	w->err = pthread_setaffinity_np(pthread_self(), sizeof(set), &set);
+	if (!w->err)
+		w->err = packet_open(&ps);
+	pthread_barrier_wait(&start_barrier);
+	clock_gettime(CLOCK_MONOTONIC, &w->start);
+	if (w->err) {
+		w->end = w->start;
+		packet_close(&ps);
+		return NULL;
+	}
+	prctl(PR_SET_TIMERSLACK, 1UL, 0, 0, 0);
+	w->started = true;
+	if (cfg->packet_tx == TX_RING)
+		packet_ring_loop(w, &ps, rnd);
+	else
+		packet_mmsg_loop(w, &ps, rnd);
 	clock_gettime(CLOCK_MONOTONIC, &w->end);
-	close(fd);
+	packet_close(&ps);
 	return NULL;
 }
 
@@ -845,9 +1150,11 @@ int main(int argc, char **argv)
 	static struct config conf;
 	struct worker *workers;
 	sigset_t sigs;
-	struct timespec first = { 0 }, last = { 0 };
+	struct timespec first = { 0 }, last = { 0 }, next_tick, tick_start, tick_prev;
+	unsigned long long tick_packets = 0;
 	unsigned long long total = 0;
 	double secs, pps;
+	char rate_text[32] = "max";
 	int rc = 0, err;
 
 	/* Blocked from the start and inherited by every thread: SIGINT/SIGTERM are
@@ -883,8 +1190,17 @@ int main(int argc, char **argv)
 				"sending from an AF_PACKET socket instead (mode packet)\n", strerror(refused));
 		conf.mode = refused ? MODE_PACKET : MODE_LIVE;
 	}
-	if (conf.mode == MODE_PACKET)
+	if (conf.mode == MODE_PACKET) {
 		conf.no_pin = true;
+		if (!conf.have_batch)
+			conf.batch = PACKET_BATCH;
+		else if (conf.batch > PACKET_BATCH_MAX) {
+			if (!conf.quiet)
+				fprintf(stderr, "xdpgen: -b/--batch %u: at most %d frames per send in packet "
+					"mode, using %d\n", conf.batch, PACKET_BATCH_MAX, PACKET_BATCH_MAX);
+			conf.batch = PACKET_BATCH_MAX;
+		}
+	}
 
 	if (conf.mode == MODE_LIVE && (prog_fd = load_prog(&conf)) < 0)
 		return 1;
@@ -904,12 +1220,13 @@ int main(int argc, char **argv)
 	}
 	if (!conf.quiet)
 		fprintf(stderr, "xdpgen: %s (ifindex %u): %u-byte frames, %u thread(s) from CPU %u, "
-			"%s%llu%s, batch %u, mode %s\n", conf.dev, conf.ifindex, conf.pkt_size, conf.threads,
-			conf.cpu, conf.count ? "count " : "duration ",
+			"%s%llu%s, batch %u, mode %s%s%s, rate %s%.0f\n", conf.dev, conf.ifindex, conf.pkt_size,
+			conf.threads, conf.cpu, conf.count ? "count " : "duration ",
 			conf.count ? conf.count : (unsigned long long)(conf.duration * 1000),
-			conf.count ? "" : " ms",
-			conf.mode == MODE_PACKET && conf.batch > PACKET_BATCH ? PACKET_BATCH : conf.batch,
-			mode_names[conf.mode]);
+			conf.count ? "" : " ms", conf.batch, mode_names[conf.mode],
+			conf.mode == MODE_PACKET ? " " : "",
+			conf.mode == MODE_PACKET ? packet_tx_names[conf.packet_tx] : "",
+			conf.rate ? "" : "max ", conf.rate);
 
 	pthread_barrier_init(&start_barrier, NULL, conf.threads + 1);
 	clock_gettime(CLOCK_MONOTONIC, &deadline);
@@ -927,6 +1244,7 @@ int main(int argc, char **argv)
 		w->cpu = conf.cpu + i;
 		if (conf.count)
 			w->quota = conf.count / conf.threads + (i < conf.count % conf.threads);
+		w->rate = conf.rate / conf.threads;
 		err = pthread_create(&w->tid, NULL, conf.mode == MODE_PACKET ? packet_worker_main : worker_main, w);
 		if (err) {
 			fprintf(stderr, "xdpgen: pthread_create: %s\n", strerror(err));
@@ -934,10 +1252,14 @@ int main(int argc, char **argv)
 		}
 	}
 	pthread_barrier_wait(&start_barrier);
+	clock_gettime(CLOCK_MONOTONIC, &tick_prev);
 
-	/* Wait for the workers to finish, or for a signal to stop them. */
+	/* Wait for the workers to finish, or for a signal to stop them; print the intervals. */
+	clock_gettime(CLOCK_MONOTONIC, &next_tick);
+	tick_start = next_tick;
+	ts_add(&next_tick, conf.interval ? conf.interval : 0.05);
 	for (;;) {
-		struct timespec tick = { 0, 50 * 1000 * 1000 };
+		struct timespec tick = { 0, 50 * 1000 * 1000 }, now;
 		bool running = false;
 		int sig;
 
@@ -951,6 +1273,26 @@ int main(int argc, char **argv)
 		}
 		if (!running)
 			break;
+		clock_gettime(CLOCK_MONOTONIC, &now);
+		if (conf.interval && past(&now, &next_tick)) {
+			unsigned long long sum = 0;
+
+			for (unsigned int i = 0; i < conf.threads; i++)
+				sum += __atomic_load_n(&workers[i].packets, __ATOMIC_RELAXED);
+			printf("xdpgen: interval %.6f packets %llu pps %.2f\n", ts_diff(&tick_start, &now),
+			       sum - tick_packets, (double)(sum - tick_packets) / ts_diff(&tick_prev, &now));
+			tick_packets = sum;
+			tick_prev = now;
+			do
+				ts_add(&next_tick, conf.interval);
+			while (past(&now, &next_tick));
+		}
+		if (conf.interval && ts_diff(&now, &next_tick) < 0.05) {
+			double left = ts_diff(&now, &next_tick);
+
+			tick.tv_sec = (time_t)left;
+			tick.tv_nsec = (long)((left - (double)tick.tv_sec) * 1e9);
+		}
 		sig = sigtimedwait(&sigs, NULL, &tick);
 		if (sig == SIGINT || sig == SIGTERM) {
 			atomic_store(&stop_flag, true);
@@ -983,9 +1325,15 @@ int main(int argc, char **argv)
 	}
 	secs = ts_diff(&first, &last);
 	pps = secs > 0 ? (double)total / secs : 0.0;
+	if (conf.rate)
+		snprintf(rate_text, sizeof(rate_text), "%.0f", conf.rate);
 	printf("xdpgen: packets=%llu bytes=%llu seconds=%.6f pps=%.2f gbps=%.4f threads=%u "
-	       "pkt_size=%u mode=%s\n", total, total * conf.pkt_size, secs, pps,
-	       pps * conf.pkt_size * 8 / 1e9, conf.threads, conf.pkt_size, mode_names[conf.mode]);
+	       "pkt_size=%u mode=%s rate=%s\n", total, total * conf.pkt_size, secs, pps,
+	       pps * conf.pkt_size * 8 / 1e9, conf.threads, conf.pkt_size, mode_names[conf.mode],
+	       rate_text);
+	if (conf.rate && pps < conf.rate * 0.99 && !conf.quiet)
+		fprintf(stderr, "xdpgen: warning: sent %.0f packets/s, below the asked --rate %.0f\n",
+			pps, conf.rate);
 	if (!conf.no_pin)
 		pin_stop();
 	if (prog_fd >= 0)

@@ -51,6 +51,7 @@ from ansible_collections.xdplab.testbed.plugins.module_utils.traffic._dut_counte
 from ansible_collections.xdplab.testbed.plugins.module_utils.traffic._generator_table import (
     command,
     interrupt_after,
+    rate_warnings,
     record_figures,
 )
 from ansible_collections.xdplab.testbed.plugins.module_utils.traffic._xdpgen_trafgen_argv import (
@@ -311,6 +312,7 @@ class ActionModule(ActionBase):
             warnings.append("xdpgen sent from an AF_PACKET socket: the generator's kernel refuses BPF_PROG_RUN "
                             "live frames; the rate is not that of live frames, and the record pairs only with "
                             "records of the same xdpgen mode")
+        warnings += rate_warnings(reps_out, tool)
         earlier = (sample or {}).get("earlier_traffic")
         if earlier:
             warnings.append(f"{earlier['packets']} packets of earlier traffic reached the DUT in the first "
@@ -324,7 +326,7 @@ class ActionModule(ActionBase):
         if args.get("generator_environment"):
             environment["generator"] = args["generator_environment"]
         # MAC addresses are plumbing, new with every test bed: kept out of params, which match records.
-        record_params = {k: v for k, v in params.items() if k not in PLUMBING}
+        record_params = {k: v for k, v in params.items() if k not in PLUMBING and v is not None}
         record_params.update(args.get("record_params") or {}, sample=how)
         if tool == "xdpgen" and xdpgen_modes:
             record_params["xdpgen_mode"] = "+".join(xdpgen_modes)

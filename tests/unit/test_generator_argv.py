@@ -37,6 +37,14 @@ XDPGEN_CASES = [
      ["xdpgen", "--dev", "gen0", "--size", "64", "--duration", "1.5", "--threads", "1", "--cpu", "0",
       "--dst-mac", "02:aa:bb:00:00:01", "--src-mac", "02:00:00:00:00:02", "--src-ip", "198.18.1.1",
       "--dst-ip", "198.19.0.9", "--sport", "1000", "--dport", "7", "--flows", "16"]),
+    ("a paced rate (whole or fractional packets/s) and the interval lines",
+     {"interface": "gen0", "duration": 5, "rate": "250000", "interval": 0.1},
+     ["xdpgen", "--dev", "gen0", "--size", "64", "--duration", "5", "--threads", "1", "--cpu", "0", *BASE,
+      "--rate", "250000", "--interval", "0.1"]),
+    ("a fractional rate",
+     {"interface": "gen0", "rate": 1500.5},
+     ["xdpgen", "--dev", "gen0", "--size", "64", "--duration", "5", "--threads", "1", "--cpu", "0", *BASE,
+      "--rate", "1500.5"]),
     ("None values mean 'not given'",
      {"interface": "gen0", "count": None, "duration": 2, "src_mac": None, "batch": None},
      ["xdpgen", "--dev", "gen0", "--size", "64", "--duration", "2", "--threads", "1", "--cpu", "0", *BASE]),
@@ -77,6 +85,13 @@ BAD = [
     ({"interface": "gen0", "dport": "http"}, "dport must be an integer, got 'http'"),
     ({"interface": "gen0", "flows": 0}, "flows must be in 1..65535, got 0"),
     ({"interface": "gen0", "sport": 65000, "flows": 1000}, "flows 1000 with sport 65000 runs past port 65535"),
+    ({"interface": "gen0", "rate": 0}, "rate must be in 1..1000000000 packets/s, got 0"),
+    ({"interface": "gen0", "rate": "fast"}, "rate must be a rate in packets/s, got 'fast'"),
+    ({"interface": "gen0", "rate": True}, "rate must be a rate in packets/s, got True"),
+    ({"interface": "gen0", "rate": float("inf")}, "rate must be in 1..1000000000 packets/s, got inf"),
+    ({"interface": "gen0", "rate": 2e9}, "rate must be in 1..1000000000 packets/s, got 2000000000.0"),
+    ({"interface": "gen0", "rate": 3, "threads": 4}, "rate 3 is below 1 packet/s for each of 4 threads"),
+    ({"interface": "gen0", "interval": 0}, "interval must be > 0 and <= 31536000 seconds, got 0"),
     ({}, "interface is required"),
     ({"interface": "a/b"}, "interface must be a network interface name"),
     ({"interface": "sixteen-chars-xx"}, "got 'sixteen-chars-xx'"),
@@ -98,13 +113,20 @@ def test_params_must_be_a_dict():
 
 def test_param_keys_are_the_documented_ones():
     assert set(PARAM_KEYS) == {"interface", "pkt_size", "count", "duration", "threads", "cpu", "batch",
-                               "dst_mac", "src_mac", "src_ip", "dst_ip", "sport", "dport", "flows"}
+                               "dst_mac", "src_mac", "src_ip", "dst_ip", "sport", "dport", "flows",
+                               "rate", "interval"}
 
 
 # ------------------------------------------------------------------ trafgen
 def test_trafgen_argv():
     argv = trafgen_argv({"interface": "gen0", "count": 200000, "threads": 2}, "/tmp/tg.cfg")
     assert argv == ["trafgen", "--dev", "gen0", "--conf", "/tmp/tg.cfg", "--cpus", "2", "--num", "200000"]
+
+
+def test_trafgen_argv_rate():
+    argv = trafgen_argv({"interface": "gen0", "count": 10, "rate": "100000"}, "c.cfg")
+    assert argv[-2:] == ["--rate", "100000pps"]
+    assert "--rate" not in trafgen_argv({"interface": "gen0", "count": 10}, "c.cfg")
 
 
 def test_trafgen_argv_jumbo_frames_need_the_flag():
@@ -118,6 +140,8 @@ def test_trafgen_argv_jumbo_frames_need_the_flag():
     ({"interface": "gen0", "duration": 3}, "instead of duration 3.0"),
     ({"interface": "gen0", "count": 5, "cpu": 1}, "cpu 1: trafgen always runs on CPUs 0..threads-1"),
     ({"interface": "gen0", "count": 5, "batch": 64}, "batch 64 is an xdpgen parameter"),
+    ({"interface": "gen0", "count": 5, "interval": 1}, "interval 1.0 is an xdpgen parameter"),
+    ({"interface": "gen0", "count": 5, "rate": 10.5}, "rate 10.5: trafgen takes whole packets/s"),
     ({"interface": "gen0", "count": 5, "pkt_size": 9015}, "pkt_size must be in 60..9014, got 9015"),
     ({"interface": "gen0", "count": "many"}, "count must be an integer, got 'many'"),
 ])

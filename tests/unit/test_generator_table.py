@@ -18,7 +18,8 @@ from test_parsers_tools import load
 # Real captures of each generator's output (the parser tests say where each comes from); between them
 # they show every mode of the tool (sockperf throughput and ping-pong, iperf3 UDP and TCP).
 CAPTURES = {
-    "xdpgen": ["xdpgen/xdpgen_1thread_64b_h2.txt", "xdpgen/xdpgen_2threads_128b_flows16_h2.txt"],
+    "xdpgen": ["xdpgen/xdpgen_1thread_64b_h2.txt", "xdpgen/xdpgen_2threads_128b_flows16_h2.txt",
+               "xdpgen/xdpgen_packet_rate_100k_interval.txt"],
     "trafgen": ["trafgen/trafgen_1thread_64b_h2.txt"],
     "xskgen": ["xskgen/format_from_source.txt", "xskgen/xskgen_auto_copy_veth.txt"],
     "udpgen": ["xskgen/format_from_source.txt"],

@@ -94,3 +94,37 @@ def test_xdpgen_mode():
     assert parse("xdpgen", TWO_THREADS)["mode"] == "live"
     with pytest.raises(ParseError, match="no summary line"):
         parse("xdpgen", TWO_THREADS.replace("pkt_size=64", "pkt_size=64 mode=bogus"))
+
+
+def test_xdpgen_rate_asked_and_achieved():
+    """rate=<asked> or rate=max on the summary line; output before xdpgen 1.2 had none (unpaced)."""
+    paced = parse("xdpgen", (FIXTURES / "xdpgen_packet_rate_100k_interval.txt").read_text())
+    assert paced["rate_asked"] == 100000.0 and paced["rate_achieved"] == pytest.approx(99696.85)
+    assert paced["mode"] == "packet"
+    assert parse("xdpgen", TWO_THREADS.replace("pkt_size=64", "pkt_size=64 mode=live rate=max"))["rate_asked"] == "max"
+    assert parse("xdpgen", TWO_THREADS)["rate_asked"] == "max"
+    with pytest.raises(ParseError, match="no summary line"):
+        parse("xdpgen", TWO_THREADS.replace("pkt_size=64", "pkt_size=64 mode=live rate=fast"))
+
+
+def test_xdpgen_interval_spread():
+    """The per-interval lines give the spread of the rate: the first interval (start-up) and the last
+    (cut by the end of the run) are left out."""
+    r = parse("xdpgen", (FIXTURES / "xdpgen_packet_rate_100k_interval.txt").read_text())
+    assert len(r["interval_pps"]) == 10 and r["intervals"] == 8
+    kept = r["interval_pps"][1:-1]
+    mean = sum(kept) / len(kept)
+    sd = (sum((x - mean) ** 2 for x in kept) / (len(kept) - 1)) ** 0.5
+    assert r["interval_pps_mean"] == pytest.approx(mean, abs=0.01)
+    assert r["interval_pps_stdev"] == pytest.approx(sd, abs=0.01)
+    assert r["interval_pps_stdev_pct"] == pytest.approx(100 * sd / mean, abs=0.001)
+    assert r["interval_s"] == pytest.approx(0.1, abs=0.001)
+    assert "intervals" not in parse("xdpgen", TWO_THREADS)
+
+
+def test_interval_spread_needs_two_interior_intervals():
+    from ansible_collections.xdplab.testbed.plugins.module_utils.traffic._output_parsers import interval_spread
+
+    assert interval_spread([0.1, 0.2, 0.3], [1.0, 2.0, 3.0]) == {}
+    out = interval_spread([0.1, 0.2, 0.3, 0.4], [50.0, 10.0, 12.0, 99.0])
+    assert out["interval_pps_mean"] == 11.0 and out["interval_pps_stdev"] == pytest.approx(1.414, abs=0.01)

@@ -79,8 +79,11 @@ _XSKGEN_KEYS = (*_XSK_KEYS, "bind_mode", "mode_note")
 
 
 GENERATORS: dict[str, Generator] = {g.name: g for g in (
-    # mode: live frames, or packet (an AF_PACKET socket where the kernel refuses them).
-    Generator("xdpgen", xdpgen_argv, "xdpgen", ("bytes", "gbps", "threads", "pkt_size", "mode")),
+    # mode: live frames, or packet (an AF_PACKET socket where the kernel refuses them); the rate asked
+    # (packets/s, or "max") and achieved; with --interval, how steady the per-interval rate was.
+    Generator("xdpgen", xdpgen_argv, "xdpgen",
+              ("bytes", "gbps", "threads", "pkt_size", "mode", "rate_asked", "rate_achieved", "interval_s",
+               "intervals", "interval_pps_mean", "interval_pps_stdev", "interval_pps_stdev_pct")),
     Generator("trafgen", lambda p: trafgen_argv(p, CONFIG), "trafgen", ("bytes", "pkt_size", "pps_basis"),
               config=trafgen_config),
     Generator("xskgen", xskgen_argv, "xskgen", _XSKGEN_KEYS),
@@ -124,6 +127,26 @@ def record_figures(tool: str, parsed: dict) -> dict:
     if row is None:
         return {}
     return {key: parsed[key] for key in row.record_keys if parsed.get(key) is not None}
+
+
+# A generator that sent less than this share of the rate it was asked for ran below it.
+RATE_SHORTFALL = 0.99
+
+
+def rate_warnings(reps: list[dict], tool: str = "generator") -> list[str]:
+    """One warning per repetition whose generator sent below its asked rate, naming both rates.
+
+    `reps` are bench_run's repetitions (gen_figures with rate_asked and rate_achieved); a repetition
+    without an asked rate (unpaced, or a tool without one) gives none."""
+    out = []
+    for i, rep in enumerate(reps):
+        fig = rep.get("gen_figures") or {}
+        asked, got = fig.get("rate_asked"), fig.get("rate_achieved")
+        if isinstance(asked, (int, float)) and isinstance(got, (int, float)) and got < RATE_SHORTFALL * asked:
+            out.append(f"repetition {i + 1}: {tool} sent {got:.0f} packets/s, below the asked rate of "
+                       f"{asked:.0f} packets/s ({100 * got / asked:.1f}%): the offered load is not the one asked "
+                       "for (the generator's limit, or a CPU it shares)")
+    return out
 
 
 def interrupt_after(name: str, params: dict) -> Interrupt | None:

@@ -12,9 +12,11 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 import math
 import re
+import statistics
 from collections.abc import Callable
 
 __all__ = ["ParseError", "parse", "TOOLS"]
@@ -50,16 +52,37 @@ def _rate(tool: str, name: str, value: float) -> float:
 # --------------------------------------------------------------------- xdpgen
 # Contract (files/xdpgen, docs/generators.md):
 #   xdpgen: thread <i> cpu <c> packets <N> seconds <S> pps <P>        (one per thread)
-#   xdpgen: packets=<N> bytes=<B> seconds=<S> pps=<P> gbps=<G> threads=<T> pkt_size=<Z> mode=<M>
+#   xdpgen: packets=<N> bytes=<B> seconds=<S> pps=<P> gbps=<G> threads=<T> pkt_size=<Z> mode=<M> rate=<R>
+#   xdpgen: interval <t> packets <N> pps <P>          (with --interval, before the thread lines)
 # mode: live (BPF_PROG_RUN live frames) or packet (an AF_PACKET socket, where the kernel refuses live
 # frames); absent from the output of xdpgen before 1.1, which had live frames only.
+# rate: the asked --rate in packets/s, or max (unpaced); absent before 1.2 (unpaced).
 _XDPGEN_THREAD = re.compile(
     rf"^xdpgen: thread (?P<thread>\d+) cpu (?P<cpu>-?\d+) packets (?P<packets>\d+) "
     rf"seconds (?P<seconds>{_NUM}) pps (?P<pps>{_NUM})\s*$", re.M)
 _XDPGEN_SUMMARY = re.compile(
     rf"^xdpgen: packets=(?P<packets>\d+) bytes=(?P<bytes>\d+) seconds=(?P<seconds>{_NUM}) "
     rf"pps=(?P<pps>{_NUM}) gbps=(?P<gbps>{_NUM}) threads=(?P<threads>\d+) "
-    rf"pkt_size=(?P<pkt_size>\d+)(?: mode=(?P<mode>live|packet))?\s*$", re.M)
+    rf"pkt_size=(?P<pkt_size>\d+)(?: mode=(?P<mode>live|packet))?(?: rate=(?P<rate>max|\d+))?\s*$", re.M)
+_XDPGEN_INTERVAL = re.compile(
+    rf"^xdpgen: interval (?P<t>{_NUM}) packets (?P<packets>\d+) pps (?P<pps>{_NUM})\s*$", re.M)
+
+
+def interval_spread(times: list[float], rates: list[float]) -> dict:
+    """How steady a per-interval rate series is: mean, standard deviation (sample) and relative
+    standard deviation in % of the intervals but the first (it holds the start-up) and the last (it
+    may end before the interval does).
+
+    `times` are the intervals' ends in seconds from the start, `rates` their packets/s. Fewer than
+    two such intervals give {} (nothing to say)."""
+    kept = rates[1:-1]
+    if len(kept) < 2:
+        return {}
+    mean, sd = statistics.fmean(kept), statistics.stdev(kept)
+    steps = [b - a for a, b in itertools.pairwise(times)]
+    return {"interval_s": round(statistics.median(steps), 6), "intervals": len(kept),
+            "interval_pps_mean": round(mean, 2), "interval_pps_stdev": round(sd, 2),
+            "interval_pps_stdev_pct": round(100 * sd / mean, 3) if mean > 0 else None}
 
 
 def parse_xdpgen(output: str) -> dict:
@@ -88,8 +111,15 @@ def parse_xdpgen(output: str) -> dict:
         "threads": int(s["threads"]),
         "pkt_size": int(s["pkt_size"]),
         "mode": s["mode"] or "live",
+        # asked: packets/s, or "max" (unpaced); achieved: the run's own rate, the figure to hold it to
+        "rate_asked": float(s["rate"]) if s["rate"] not in (None, "max") else "max",
+        "rate_achieved": float(s["pps"]),
         "per_thread": per_thread,
     }
+    intervals = [(float(m["t"]), float(m["pps"])) for m in _XDPGEN_INTERVAL.finditer(output)]
+    if intervals:
+        result["interval_pps"] = [r for _t, r in intervals]
+        result.update(interval_spread([t for t, _r in intervals], result["interval_pps"]))
     if len(per_thread) != result["threads"]:
         raise ParseError(f"{tool}: summary says threads={result['threads']} but "
                          f"{len(per_thread)} thread lines were printed (truncated output?)")

@@ -9,14 +9,14 @@
 #   trafgen_config(params)            -> netsniff-ng trafgen packet configuration text
 #   trafgen_argv(params, conf_path)   -> argv for trafgen reading that configuration
 # ``params`` keys: interface, pkt_size, count, duration, threads, cpu, batch, dst_mac,
-# src_mac, src_ip, dst_ip, sport, dport, flows. Values may be ints or numeric strings
+# src_mac, src_ip, dst_ip, sport, dport, flows, rate (packets/s over all threads, paced; None: as
+# fast as possible), interval (xdpgen: seconds between its per-interval lines). Values may be ints or numeric strings
 # (Ansible passes strings); anything else raises GeneratorParamError naming the value.
 """Traffic generator command lines for xdplab.testbed (xdpgen, trafgen)."""
 
 from __future__ import annotations
 
 import ipaddress
-import math
 import re
 from typing import Any
 
@@ -33,7 +33,7 @@ __all__ = [
 
 PARAM_KEYS = (
     "interface", "pkt_size", "count", "duration", "threads", "cpu", "batch",
-    "dst_mac", "src_mac", "src_ip", "dst_ip", "sport", "dport", "flows",
+    "dst_mac", "src_mac", "src_ip", "dst_ip", "sport", "dport", "flows", "rate", "interval",
 )
 
 # Frame sizes count the Ethernet header and payload, not the 4-byte FCS.
@@ -45,12 +45,14 @@ TRAFGEN_JUMBO_ABOVE = 2048   # trafgen needs --jumbo-support for larger frames
 XDPGEN_MAX_BATCH = 1 << 24
 MAX_THREADS = 256
 MAX_DURATION = 31536000.0
+MAX_RATE = 1e9  # packets/s: xdpgen's own limit of --rate
 
 DEFAULT_DURATION = 5.0
 DEFAULTS: dict[str, Any] = {
     "pkt_size": 64, "threads": 1, "cpu": 0, "batch": None, "count": None, "duration": None,
     "dst_mac": "ff:ff:ff:ff:ff:ff", "src_mac": None,
     "src_ip": "198.18.0.1", "dst_ip": "198.18.0.2", "sport": 9, "dport": 9, "flows": 1,
+    "rate": None, "interval": None,
 }
 
 _MAC = re.compile(r"^[0-9a-fA-F]{2}(?::[0-9a-fA-F]{2}){5}\Z")
@@ -76,15 +78,28 @@ def _int(name: str, value: Any, lo: int, hi: int) -> int:
     return n
 
 
-def _seconds(name: str, value: Any) -> float:
+def _float(name: str, value: Any, what: str) -> float:
+    """A number, or GeneratorParamError saying it must be `what`."""
     if isinstance(value, bool):
-        raise GeneratorParamError(f"{name} must be a number of seconds, got {value!r}")
+        raise GeneratorParamError(f"{name} must be {what}, got {value!r}")
     try:
         x = float(value)
     except (TypeError, ValueError):
-        raise GeneratorParamError(f"{name} must be a number of seconds, got {value!r}") from None
-    if not math.isfinite(x) or not 0 < x <= MAX_DURATION:
+        raise GeneratorParamError(f"{name} must be {what}, got {value!r}") from None
+    return x  # NaN and infinities fail the caller's range check
+
+
+def _seconds(name: str, value: Any) -> float:
+    x = _float(name, value, "a number of seconds")
+    if not 0 < x <= MAX_DURATION:
         raise GeneratorParamError(f"{name} must be > 0 and <= {MAX_DURATION:.0f} seconds, got {value!r}")
+    return x
+
+
+def _rate(name: str, value: Any) -> float:
+    x = _float(name, value, "a rate in packets/s")
+    if not 1 <= x <= MAX_RATE:
+        raise GeneratorParamError(f"{name} must be in 1..{MAX_RATE:.0f} packets/s, got {value!r}")
     return x
 
 
@@ -152,12 +167,19 @@ def normalize_params(params: dict[str, Any] | None, *, max_pkt_size: int = XDPGE
         p["flows"] = _int("flows", given["flows"], 1, 65535)
     if p["sport"] + p["flows"] - 1 > 65535:
         raise GeneratorParamError(f"flows {p['flows']!r} with sport {p['sport']!r} runs past port 65535")
+    if "rate" in given:
+        p["rate"] = _rate("rate", given["rate"])
+        if p["rate"] < p["threads"]:
+            raise GeneratorParamError(f"rate {given['rate']!r} is below 1 packet/s for each of {p['threads']} threads")
+    if "interval" in given:
+        p["interval"] = _seconds("interval", given["interval"])
     if p["count"] is not None and p["count"] < p["threads"]:
         raise GeneratorParamError(f"count {p['count']!r} is smaller than threads {p['threads']!r}")
     return p
 
 
 def _fmt_seconds(x: float) -> str:
+    """A number as argv text: 5 for 5.0, 1.5 as is (seconds, and rates in packets/s)."""
     return str(int(x)) if float(x).is_integer() else repr(float(x))
 
 
@@ -179,6 +201,10 @@ def xdpgen_argv(params: dict[str, Any], *, binary: str = "xdpgen") -> list[str]:
              "--sport", str(p["sport"]), "--dport", str(p["dport"])]
     if p["flows"] > 1:
         argv += ["--flows", str(p["flows"])]
+    if p["rate"] is not None:
+        argv += ["--rate", _fmt_seconds(p["rate"])]
+    if p["interval"] is not None:
+        argv += ["--interval", _fmt_seconds(p["interval"])]
     return argv
 
 
@@ -193,6 +219,10 @@ def _trafgen_params(params: dict[str, Any]) -> dict[str, Any]:
                                   "only cpu 0 is supported")
     if p["batch"] is not None:
         raise GeneratorParamError(f"batch {p['batch']!r} is an xdpgen parameter, trafgen has none")
+    if p["interval"] is not None:
+        raise GeneratorParamError(f"interval {p['interval']!r} is an xdpgen parameter, trafgen has none")
+    if p["rate"] is not None and not float(p["rate"]).is_integer():
+        raise GeneratorParamError(f"rate {p['rate']!r}: trafgen takes whole packets/s")
     return p
 
 
@@ -227,4 +257,6 @@ def trafgen_argv(params: dict[str, Any], conf_path: str, *, binary: str = "trafg
             "--cpus", str(p["threads"]), "--num", str(p["count"])]
     if p["pkt_size"] > TRAFGEN_JUMBO_ABOVE:
         argv.append("--jumbo-support")
+    if p["rate"] is not None:
+        argv += ["--rate", f"{int(p['rate'])}pps"]
     return argv

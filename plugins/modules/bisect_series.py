@@ -27,13 +27,14 @@ options:
     description: The directory the patches are written to (created).
     type: path
     required: true
+extends_documentation_fragment:
+  - xdplab.testbed.attributes
 attributes:
   check_mode:
     support: full
-    description: Reads the series and returns its patches, writes nothing.
+    details: Reads the series and returns its patches, writes nothing.
   diff_mode:
     support: none
-    description: Returns no diff.
 requirements:
   - git (git mailsplit, git patch-id)
 """

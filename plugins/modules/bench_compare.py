@@ -89,6 +89,7 @@ options:
     description: With O(by=boot), the candidate kernel's C(.config), for the config diff.
     type: path
 requirements:
+  - scipy (the Student t distribution of the interval and p-value)
   - git (only for O(series_files))
 attributes:
   check_mode:
@@ -228,7 +229,7 @@ cover_letter_markdown:
 
 import traceback
 
-from ansible.module_utils.basic import AnsibleModule
+from ansible.module_utils.basic import AnsibleModule, missing_required_lib
 from ansible_collections.xdplab.testbed.plugins.module_utils.kernel import _build_logic as _kernel
 from ansible_collections.xdplab.testbed.plugins.module_utils.results._ab import analyze, kernel_of
 from ansible_collections.xdplab.testbed.plugins.module_utils.results._compare import (
@@ -238,7 +239,7 @@ from ansible_collections.xdplab.testbed.plugins.module_utils.results._compare im
 )
 from ansible_collections.xdplab.testbed.plugins.module_utils.results._record_files import RecordError, load_results
 from ansible_collections.xdplab.testbed.plugins.module_utils.results._render_ab import render_ab
-from ansible_collections.xdplab.testbed.plugins.module_utils.results._statistics import StatsError
+from ansible_collections.xdplab.testbed.plugins.module_utils.results._statistics import HAS_SCIPY, StatsError
 
 BOOT_ONLY = ("series", "series_files", "baseline_config", "candidate_config")
 
@@ -343,6 +344,8 @@ def main() -> None:
         supports_check_mode=True,
     )
     p = module.params
+    if not HAS_SCIPY:
+        module.fail_json(msg=missing_required_lib("scipy"))
     if p["by"] == "record" and any(p[k] is not None for k in BOOT_ONLY):
         module.fail_json(msg=f"{', '.join(k for k in BOOT_ONLY if p[k] is not None)} only apply with by=boot")
     try:

@@ -55,6 +55,7 @@ options:
     type: bool
     default: false
 requirements:
+  - scipy (the Student t distribution of intervals and p-values)
   - matplotlib (for O(format=png) and O(format=html))
 attributes:
   check_mode:
@@ -122,7 +123,7 @@ from ansible.module_utils.basic import AnsibleModule, missing_required_lib
 from ansible_collections.xdplab.testbed.plugins.module_utils.common._atomic_files import atomic_write
 from ansible_collections.xdplab.testbed.plugins.module_utils.results import _report
 from ansible_collections.xdplab.testbed.plugins.module_utils.results._record_files import RecordError
-from ansible_collections.xdplab.testbed.plugins.module_utils.results._statistics import StatsError
+from ansible_collections.xdplab.testbed.plugins.module_utils.results._statistics import HAS_SCIPY, StatsError
 
 try:
     import matplotlib  # noqa: F401  # pylint: disable=unused-import
@@ -148,6 +149,8 @@ def main() -> None:
         supports_check_mode=True,
     )
     p = module.params
+    if not HAS_SCIPY:
+        module.fail_json(msg=missing_required_lib("scipy"))
     if p["format"] in ("png", "html") and not HAS_MPL:
         module.fail_json(msg=missing_required_lib("matplotlib"), exception=MPL_ERR)
     if len(p["results"]) not in (1, 2):

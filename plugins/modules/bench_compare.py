@@ -15,7 +15,12 @@ description:
   - Reads result records v1 (schema C(xdplab.result/v1)) and compares candidate against baseline,
     candidate minus baseline in ns/packet (ns/packet = 1e9/pps; negative is faster).
   - O(baseline) and O(candidate) are record files, or results directories (a run directory or a
-    directory of run directories) whose records are matched by scenario and params.
+    directory of run directories). Records are paired only when they measured the same thing -
+    scenario, every param (packet size, duration, sampler, ...), tool, xdpgen mode and, for a sweep's
+    records, the datapath. Two record files are no exception. What does not pair is listed in
+    C(unmatched) with the params that differ; nothing paired at all fails naming them.
+  - A side without O(baseline_variant) / O(candidate_variant) must hold one variant; records of another
+    variant in the same directory are never pooled into it as more units (it fails naming the variants).
   - One estimator throughout, the mean of per-unit ns/packet (1e9/pps of each unit); the interval is
     Welch's t on those units (95%, two-sided); a difference is significant only when that interval
     excludes zero. With n=1 on either side, or zero variance on both, there is no interval and the
@@ -179,7 +184,9 @@ caveat:
   returned: when a side has one unit
   type: str
 unmatched:
-  description: Records without a counterpart (side, scenario, params, record).
+  description: Records without a counterpart (side, scenario, params, record, variant), with the
+    closest record of the other side (closest) and the params that differ from it
+    (differs, a list of {param, this, other}).
   returned: success
   type: list
 environment_diff:
@@ -236,6 +243,7 @@ from ansible_collections.xdplab.testbed.plugins.module_utils.results._compare im
     compare_records,
     match,
     multiple_comparisons,
+    unmatched_text,
 )
 from ansible_collections.xdplab.testbed.plugins.module_utils.results._record_files import RecordError, load_results
 from ansible_collections.xdplab.testbed.plugins.module_utils.results._render_ab import render_ab
@@ -366,7 +374,7 @@ def main() -> None:
     for w in sorted({w for c in comparisons for w in c["warnings"]}):
         module.warn(w)
     for u in unmatched:
-        module.warn(f"unmatched {u['side']} record {u['record']} ({u['scenario']} {u['params']})")
+        module.warn(f"unmatched: {unmatched_text(u)}: {u['record']}")
     module.exit_json(changed=False, comparisons=comparisons, unmatched=unmatched,
                      delta_ns_per_packet=first["delta_ns_per_packet"], ci95_ns=first["ci95_ns"],
                      significant=first["significant"], method=first["method"],

@@ -143,14 +143,78 @@ def verdict(cmp: dict) -> str:
     return f"{head}; 95% CI [{lo:+.2f}, {hi:+.2f}] ns, {sig} (n={nb} vs n={nc} {cmp['unit_level']} units)"
 
 
-def _by_key(records: list[dict], variant: str | None, where: str) -> dict[tuple[str, str], list[dict]]:
-    """Records by scenario + params; several records of one key are replication units and must
+def kernel_of(rec: dict) -> str | None:
+    """The kernel a record was measured on: its environment's ``kernel_variant`` (a scenario sweep's
+    record, whose ``variant`` is the datapath it measured), else its ``variant`` (the in-kernel runner's
+    records, whose variant is the kernel)."""
+    env = rec.get("environment") or {}
+    kernel = env.get("kernel_variant") if isinstance(env, dict) else None
+    return str(kernel) if kernel not in (None, "") else rec.get("variant")
+
+
+def row_params(rec: dict) -> dict:
+    """The params that name a record's row: its params, plus ``variant`` when that is a datapath of a
+    sweep (xdp_flow, tc_bpf, ...) rather than the kernel, so each datapath is a row of its own."""
+    variant = rec.get("variant")
+    if variant is None or variant == kernel_of(rec):
+        return rec["params"]
+    return dict(rec["params"], variant=variant)
+
+
+def generator_mode(rec: dict) -> str | None:
+    """How xdpgen sent (``live`` frames, or the AF_PACKET fallback ``packet``): the record's
+    ``params.xdpgen_mode``, else what its repetitions' generator figures say; None for other tools."""
+    if rec.get("tool") != "xdpgen":
+        return None
+    if rec["params"].get("xdpgen_mode") is not None:
+        return str(rec["params"]["xdpgen_mode"])
+    modes = sorted({str((r or {}).get("gen_figures", {}).get("mode")) for r in rec.get("reps") or []
+                    if isinstance(r, dict) and isinstance(r.get("gen_figures"), dict)
+                    and (r.get("gen_figures") or {}).get("mode") is not None} - {"live"})
+    return "+".join(modes) if modes else "live"
+
+
+def measurement(rec: dict, selected_by: str = "kernel") -> dict:
+    """What must agree for two records to be compared: the params that change the measurement
+    (every record param: packet size, duration, sampler, server, ...), the tool, the generator mode
+    and the row's role besides the side's variant (a sweep's datapath). ``selected_by`` "variant":
+    the side was chosen by the record's own variant, which then is the side and not part of the row."""
+    out = dict(rec["params"] if selected_by == "variant" else row_params(rec))
+    out["tool"] = rec.get("tool")
+    mode = generator_mode(rec)
+    if mode is not None:
+        out["xdpgen_mode"] = mode
+    return out
+
+
+def _key(rec: dict, selected_by: str) -> tuple[str, str]:
+    return rec["scenario"], params_key(measurement(rec, selected_by))
+
+
+def _select(records: list[dict], variant: str | None, where: str) -> tuple[list[dict], str]:
+    """The records of one side and how they were chosen. A named variant selects records whose own
+    variant has that name (then the variant is the side), else records measured on the kernel of
+    that name (kernel_of; a sweep's datapath then stays part of the row). No name: the side must
+    hold one kernel variant; records of another are never pooled into it as more units."""
+    if variant is not None:
+        own = [r for r in records if r["variant"] == variant]
+        if own:
+            return own, "variant"
+        return [r for r in records if kernel_of(r) == variant], "kernel"
+    kernels = sorted({str(kernel_of(r)) for r in records})
+    if len(kernels) > 1:
+        raise RecordError(f"{where}: holds records of {len(kernels)} variants ({', '.join(kernels)}); they are "
+                          "not replication units of one side: name the side's variant (baseline_variant / "
+                          "candidate_variant)")
+    return list(records), "kernel"
+
+
+def _by_key(records: list[dict], selected_by: str, where: str) -> dict[tuple[str, str], list[dict]]:
+    """Records by scenario + measurement; several records of one key are replication units and must
     name different units (replicate id, else run id)."""
     out: dict[tuple[str, str], list[dict]] = {}
     for rec in records:
-        if variant is not None and rec["variant"] != variant:
-            continue
-        key = (rec["scenario"], params_key(rec["params"]))
+        key = _key(rec, selected_by)
         for other in out.get(key, []):
             if replicate_of(other) == replicate_of(rec):
                 raise RecordError(
@@ -161,36 +225,84 @@ def _by_key(records: list[dict], variant: str | None, where: str) -> dict[tuple[
     return out
 
 
+_ABSENT = "(absent)"
+
+
+def differing(mine: dict, theirs: dict) -> list[dict]:
+    """The params whose values differ between two measurements: [{"param", "this", "other"}]."""
+    keys = sorted(set(mine) | set(theirs))
+    return [{"param": k, "this": mine.get(k, _ABSENT), "other": theirs.get(k, _ABSENT)}
+            for k in keys if params_key({"v": mine.get(k, _ABSENT)}) != params_key({"v": theirs.get(k, _ABSENT)})]
+
+
+def _closest(rec: dict, selected_by: str, others: list[tuple[dict, str]]) -> tuple[dict | None, list[dict]]:
+    """The other side's record nearest to rec (same scenario first, then fewest differing params)."""
+    mine = dict(measurement(rec, selected_by), scenario=rec["scenario"])
+    best, best_diff = None, []
+    for other, other_by in others:
+        diff = differing(mine, dict(measurement(other, other_by), scenario=other["scenario"]))
+        rank = (any(d["param"] == "scenario" for d in diff), len(diff))
+        if best is None or rank < best[0]:
+            best, best_diff = (rank, other), diff
+    return (best[1] if best else None), best_diff
+
+
+def _diff_text(diff: list[dict]) -> str:
+    return ", ".join(f"{d['param']} {d['this']} vs {d['other']}" for d in diff) or "nothing"
+
+
 def match(base_records: list[dict], cand_records: list[dict], *, base_variant: str | None = None,
           cand_variant: str | None = None, base_where: str = "baseline",
           cand_where: str = "candidate") -> tuple[list[tuple[list[dict], list[dict]]], list[dict]]:
-    """Pair records by scenario + params. Returns (pairs of record lists, unmatched descriptions).
+    """Pair records that measured the same thing: scenario, the params that change the measurement,
+    tool, generator mode and row role (``measurement``). Returns (pairs of record lists, unmatched).
 
-    Each side of a pair is the list of its replication units (one record each). Two single
-    records are paired as given. No pair at all is an error.
+    Each side of a pair is the list of its replication units (one record each). Two records are
+    never paired because they are alone: what does not agree is unmatched, each entry naming the
+    params that differ from the closest record of the other side (``differs``). No pair at all is
+    an error naming them.
     """
-    if len(base_records) == 1 and len(cand_records) == 1 and base_variant is None and cand_variant is None:
-        return [([base_records[0]], [cand_records[0]])], []
     if base_variant is None and cand_variant is None and base_records is cand_records:
         raise RecordError("comparing a directory with itself needs baseline_variant and candidate_variant")
-    b = _by_key(base_records, base_variant, base_where)
-    c = _by_key(cand_records, cand_variant, cand_where)
-    if not b:
+    base_sel, base_by = _select(base_records, base_variant, base_where)
+    cand_sel, cand_by = _select(cand_records, cand_variant, cand_where)
+    if not base_sel:
         raise RecordError(f"{base_where}: no records of variant {base_variant!r}")
-    if not c:
+    if not cand_sel:
         raise RecordError(f"{cand_where}: no records of variant {cand_variant!r}")
+    b = _by_key(base_sel, base_by, base_where)
+    c = _by_key(cand_sel, cand_by, cand_where)
     common = sorted(set(b) & set(c), key=lambda k: (k[0], tuple(
         (name, _sort_value(v)) for name, v in sorted(b[k][0]["params"].items()))))
     pairs = [(b[k], c[k]) for k in common]
-    unmatched = [{"side": side, "scenario": k[0], "params": recs[k][0]["params"], "record": recs[k][0]["_path"]}
-                 for side, recs, other in (("baseline", b, c), ("candidate", c, b))
-                 for k in sorted(recs) if k not in other]
+    unmatched = []
+    for side, recs, other, by, other_by in (("baseline", b, c, base_by, cand_by),
+                                            ("candidate", c, b, cand_by, base_by)):
+        pool = [(r[0], other_by) for r in other.values()]
+        for k in sorted(recs):
+            if k in other:
+                continue
+            rec = recs[k][0]
+            near, diff = _closest(rec, by, pool)
+            unmatched.append({"side": side, "scenario": k[0], "params": rec["params"], "record": rec["_path"],
+                              "variant": rec.get("variant"), "closest": near.get("_path") if near else None,
+                              "differs": diff})
     if not pairs:
         raise RecordError(
-            f"no records can be matched by scenario and params between {base_where} "
-            f"({', '.join(sorted({k[0] for k in b}))}) and {cand_where} "
-            f"({', '.join(sorted({k[0] for k in c}))})")
+            f"no records measured the same thing between {base_where} and {cand_where}: "
+            + "; ".join(f"{u['side']} {u['scenario']} {_params_text(u['params'])} differs in "
+                        f"{_diff_text(u['differs'])}" for u in unmatched if u["side"] == "baseline"))
     return pairs, unmatched
+
+
+def _params_text(p: dict) -> str:
+    return " ".join(f"{k}={v}" for k, v in sorted(p.items())) or "-"
+
+
+def unmatched_text(u: dict) -> str:
+    """One unmatched record, one line: which side, what it measured, what differs from the closest."""
+    return (f"{u['side']} {u['scenario']} {_params_text(u['params'])} (differs from the closest "
+            f"{'candidate' if u['side'] == 'baseline' else 'baseline'} in {_diff_text(u.get('differs') or [])})")
 
 
 def multiple_comparisons(comparisons: list[dict], level: float = 0.95) -> dict:

@@ -17,6 +17,7 @@ import html
 import json
 import os
 
+from ansible_collections.xdplab.testbed.plugins.module_utils.results._compare import unmatched_text
 from ansible_collections.xdplab.testbed.plugins.module_utils.results._render_png import (
     ns_interval,
     png_bytes,
@@ -162,8 +163,9 @@ def render_html(report: dict) -> str:
             "</ul></div>"]
     out += ["<h2>Summary</h2>"] + _summary_table(report)
     if report.get("unmatched"):
-        out.append("<p>Unmatched (no counterpart on the other side): " + _e("; ".join(
-            f"{u['side']} {u['scenario']} {_params(u['params'])}" for u in report["unmatched"])) + "</p>")
+        out.append('<p>Unmatched (not compared: no record of the other side measured the same thing):</p>'
+                   '<ul id="unmatched">' + "".join(f"<li>{_e(unmatched_text(u))}</li>" for u in report["unmatched"])
+                   + "</ul>")
     img = base64.b64encode(png_bytes(report)).decode("ascii")
     out += ["<h2>Plots</h2>", f'<img id="plot" alt="{_e(title)}" src="data:image/png;base64,{img}">']
     out += ["<h2>Environment</h2>", "<pre>" + _e("\n".join(env_lines(report.get("environment") or {}))) + "</pre>"]

@@ -27,6 +27,7 @@ from ansible_collections.xdplab.testbed.plugins.module_utils.results._compare im
     noise,
     replicate_of,
     sweep_tables,
+    unmatched_text,
 )
 from ansible_collections.xdplab.testbed.plugins.module_utils.results._record_files import load_results
 from ansible_collections.xdplab.testbed.plugins.module_utils.results._render_png import (
@@ -282,8 +283,8 @@ def render_text(report: dict, markdown: bool = False) -> str:
                        "n counts units.")
             out.append("")
         if report.get("unmatched"):
-            out.append("Unmatched (no counterpart on the other side): " + "; ".join(
-                f"{u['side']} {u['scenario']} {_params(u['params'])}" for u in report["unmatched"]))
+            out.append("Unmatched (not compared: no record of the other side measured the same thing):")
+            out += [f"- {unmatched_text(u)}" for u in report["unmatched"]]
             out.append("")
         out += [h("What changed besides the variant (environment diff)"), ""]
         diff = report.get("environment_diff") or []

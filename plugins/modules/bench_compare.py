@@ -30,7 +30,9 @@ description:
     between-unit variance (unit means). With one record per side the units are the repetitions of
     one back-to-back run, and the result carries a C(caveat) saying so.
   - With several comparisons, C(p_holm) and C(significant_holm) give Holm's adjustment across them,
-    and C(multiple) the count chance alone would call significant.
+    and C(multiple) the count chance alone would call significant. The call then returned as
+    C(significant) (and written in C(call) and C(verdict)) is Holm's; C(significant_raw) keeps the
+    per-row call (interval excludes zero).
   - Shows what changed in the environment fingerprints besides the variant.
   - With O(by=boot), each boot is the unit of replication (the A/B loop of C(playbooks/ab.yml), see
     docs/ab.md). Every record must name its boot (C(replicate) level C(boot)); the records of one
@@ -165,7 +167,8 @@ ci95_ns:
   returned: success
   type: list
 significant:
-  description: First comparison's interval excludes zero.
+  description: First comparison's call - its interval excludes zero, and with several comparisons
+    also after Holm's adjustment.
   returned: success
   type: bool
 method:

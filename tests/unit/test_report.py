@@ -84,7 +84,7 @@ def test_text_n1_no_interval(tmp_path):
 def test_ab_text_markdown_csv(ab_dirs):
     rep = _report.build([str(p) for p in ab_dirs])
     text = _report.render_text(rep)
-    assert "-7.69 (faster)" in text and "Welch t-test" in text
+    assert "-7.69 faster" in text and "Welch t-test" in text
     assert "kernel" in text.split("environment diff")[1] and '"6.18.44-patched"' in text
     md = _report.render_text(rep, markdown=True)
     assert md.startswith("## Environment\n\n```\nCPU:")

@@ -123,6 +123,8 @@ def compare_records(base: dict | list[dict], cand: dict | list[dict]) -> dict:
         out["note"] = w["note"]
     if not force:
         out["caveat"] = CAVEAT_ONE_RUN
+    out["significant_raw"] = out["significant"]
+    out["call"] = call_text(out)
     out["verdict"] = verdict(out)
     return out
 
@@ -139,8 +141,8 @@ def verdict(cmp: dict) -> str:
     if cmp["ci95_ns"] is None:
         return f"{head}; n={nb} vs n={nc}: {cmp.get('note') or 'no interval'}"
     lo, hi = cmp["ci95_ns"]
-    sig = "significant" if cmp["significant"] else "not significant"
-    return f"{head}; 95% CI [{lo:+.2f}, {hi:+.2f}] ns, {sig} (n={nb} vs n={nc} {cmp['unit_level']} units)"
+    return (f"{head}; 95% CI [{lo:+.2f}, {hi:+.2f}] ns, {call_text(cmp)} "
+            f"(n={nb} vs n={nc} {cmp['unit_level']} units)")
 
 
 def kernel_of(rec: dict) -> str | None:
@@ -307,17 +309,45 @@ def unmatched_text(u: dict) -> str:
 
 def multiple_comparisons(comparisons: list[dict], level: float = 0.95) -> dict:
     """Holm across the rows of one report: sets ``p_holm`` and ``significant_holm`` on every
-    comparison and returns the family figures, with the rows chance alone would call significant."""
+    comparison and returns the family figures, with the rows chance alone would call significant.
+
+    With more than one row tested, the call the reader sees is the corrected one: ``significant``
+    becomes ``significant_holm``, ``significant_raw`` keeps the per-row call (interval excludes 0),
+    and ``call`` / ``verdict`` say both. With one row tested the two are the same test."""
+    for c in comparisons:
+        c.setdefault("significant_raw", bool(c["significant"]))
     adj = holm([c["p_value"] if c["ci95_ns"] is not None else None for c in comparisons], level)
+    tested = sum(1 for c in comparisons if c["ci95_ns"] is not None)
     for c, a in zip(comparisons, adj, strict=True):
         c["p_holm"] = a["p_holm"]
         c["significant_holm"] = bool(a["significant"]) and c["ci95_ns"] is not None
-    tested = sum(1 for c in comparisons if c["ci95_ns"] is not None)
+        c["decision"] = "holm" if tested > 1 else "raw"
+        c["significant"] = c["significant_holm"] if tested > 1 else c["significant_raw"]
+        c["call"] = call_text(c)
+        c["verdict"] = verdict(c)
     return {"method": "holm", "level": level, "rows_tested": tested,
-            "significant_raw": sum(1 for c in comparisons if c["significant"]),
+            "decision": "holm" if tested > 1 else "raw",
+            "significant_raw": sum(1 for c in comparisons if c["significant_raw"]),
             "significant_holm": sum(1 for c in comparisons if c["significant_holm"]),
             "expected_by_chance": (1.0 - level) * tested,
             "chance_of_any": 1.0 - level ** tested if tested else 0.0}
+
+
+def call_text(c: dict) -> str:
+    """The decision as the reader sees it, short: "significant", "n.s.", with "(Holm)" when corrected
+    across several rows and the raw per-row call beside it when the two differ; "no interval"."""
+    if c["ci95_ns"] is None:
+        return c.get("note") or "no interval"
+    raw = c.get("significant_raw", c["significant"])
+    if c.get("decision") != "holm":
+        return "significant" if raw else "n.s."
+    if c["significant"]:
+        return "significant (Holm)"
+    return "n.s. (Holm; raw: significant)" if raw else "n.s. (Holm)"
+
+
+HOLM_NOTE = ("significance is Holm-adjusted across the rows (family-wise 5%); the raw per-row call "
+             "(interval excludes 0) is shown beside it")
 
 
 # ---------------------------------------------------------------------- sweeps

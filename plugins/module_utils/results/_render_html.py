@@ -104,17 +104,19 @@ def warnings(report: dict) -> list[str]:
 def _summary_table(report: dict) -> list[str]:
     if "comparisons" in report:
         head = ["scenario", "params", "base pps", "base ns/pkt", "base 95% CI ns", "n", "cand pps", "cand ns/pkt",
-                "cand 95% CI ns", "n", "delta ns/pkt", "delta 95% CI ns", "significant"]
+                "cand 95% CI ns", "n", "delta ns/pkt", "delta 95% CI ns",
+                "Holm" if (report.get("multiple") or {}).get("decision") == "holm" else "call", "raw"]
         body = []
         for c in report["comparisons"]:
             b, k = c["baseline"], c["candidate"]
-            sig = "-" if c["ci95_ns"] is None else ("yes" if c["significant"] else "no")
+            sig = "-" if c["ci95_ns"] is None else ("sig." if c["significant"] else "n.s.")
+            raw = "-" if c["ci95_ns"] is None else ("sig." if c.get("significant_raw", c["significant"]) else "n.s.")
             cls = c["direction"] if c["ci95_ns"] is not None and c["significant"] else "same"
             cells = [(c["scenario"], ""), (_params(c["params"]), ""), (f"{b['mean']:.0f}", "num"),
                      (_num(b["ns_per_packet"]), "num"), (_ci(b.get("ci95_ns")), "num"), (b["n"], "num"),
                      (f"{k['mean']:.0f}", "num"), (_num(k["ns_per_packet"]), "num"), (_ci(k.get("ci95_ns")), "num"),
                      (k["n"], "num"), (f"{c['delta_ns_per_packet']:+.2f} ({c['direction']})", "num delta"),
-                     (_ci(c["ci95_ns"], "{:+.2f}"), "num"), (sig, "")]
+                     (_ci(c["ci95_ns"], "{:+.2f}"), "num"), (sig, ""), (raw, "")]
             body.append((cls, cells))
     else:
         head = ["scenario", "variant", "params", "Mpps", "Mpps 95% CI", "ns/packet", "ns 95% CI", "d prev ns",

@@ -181,15 +181,16 @@ def _ab(ax: Any, cmps: list[dict]) -> None:
     lo, hi = ax.get_xlim()
     ax.set_xlim(lo, hi + 0.6 * (hi - lo))
     for y, d, ci, c in zip(ys, deltas, intervals, cmps, strict=True):
-        note = "n=1, no interval" if ci is None else f"CI [{ci[0]:+.2f}, {ci[1]:+.2f}]"
+        note = "n=1, no interval" if ci is None else f"CI [{ci[0]:+.2f}, {ci[1]:+.2f}] {c.get('call', '')}"
         ax.annotate(f"{d:+.2f} ns {note}, n={c['baseline']['n']}/{c['candidate']['n']}", (hi, y),
                     textcoords="offset points", xytext=(4, 0), va="center", fontsize=7)
     base = cmps[0]["baseline"].get("variant", "baseline") if cmps else "baseline"
     cand = cmps[0]["candidate"].get("variant", "candidate") if cmps else "candidate"
     ax.set_xlabel(f"delta ns/packet ({cand} minus {base}); negative = faster"
                   + (f"; all rows: {_params(common)}" if common else ""))
-    ax.set_title("A/B: delta ns/packet with 95% interval (green faster, red slower, grey not significant)",
-                 fontsize=10)
+    holm_used = any(c.get("decision") == "holm" for c in cmps)
+    ax.set_title("A/B: delta ns/packet, 95% interval; green faster, red slower, grey not significant"
+                 + (" (Holm-adjusted)" if holm_used else ""), fontsize=10)
     ax.grid(axis="x", alpha=0.3)
 
 

@@ -16,10 +16,12 @@ from __future__ import annotations
 import csv
 import io
 import json
+import textwrap
 from typing import Any
 
 from ansible_collections.xdplab.testbed.plugins.module_utils.results._compare import (
     CAVEAT_ONE_RUN,
+    HOLM_NOTE,
     METHOD_TEXT,
     compare_records,
     match,
@@ -101,6 +103,7 @@ def _row_from_cmp(c: dict) -> dict:
             "n": c["candidate"]["n"], "baseline_pps": c["baseline"]["mean"],
             "baseline_ns_per_packet": c["baseline"]["ns_per_packet"], "baseline_n": c["baseline"]["n"],
             "ci95_ns": c["ci95_ns"], "significant": c["significant"], "p_value": c["p_value"],
+            "significant_raw": c.get("significant_raw", c["significant"]), "decision": c.get("decision", "raw"),
             "p_holm": c.get("p_holm"), "significant_holm": c.get("significant_holm"), "unit_level": c["unit_level"]}
 
 
@@ -112,6 +115,10 @@ def _f2(v: float | None) -> str:
 
 def _csv2(v: float | None) -> str:
     return "" if v is None else f"{v:.2f}"
+
+
+def _csvg(v: float | None) -> str:
+    return "" if v is None else f"{v:.6g}"
 
 
 def _csv_ci(ci: list[float] | None) -> list[str]:
@@ -243,6 +250,46 @@ def _table(headers: list[str], rows: list[list[str]], markdown: bool) -> list[st
     return [fmt.format(*headers), fmt.format(*("-" * w for w in widths))] + [fmt.format(*r) for r in rows]
 
 
+def _yes(v: bool) -> str:
+    return "sig." if v else "n.s."
+
+
+def ab_table(report: dict) -> tuple[list[str], list[list[str]]]:
+    """The A/B table of every text format: per row A and B ns/packet with n, the delta with its
+    direction, its 95% interval, the call the reader acts on (Holm-adjusted when several rows are
+    tested) and the raw per-row call beside it."""
+    cmps = report["comparisons"]
+    holm_used = (report.get("multiple") or {}).get("decision") == "holm"
+    rows = []
+    for c in cmps:
+        b, k = c["baseline"], c["candidate"]
+        if c["ci95_ns"] is None:
+            ci, call, raw = c.get("note") or "no interval", "-", "-"
+        else:
+            ci = f"[{c['ci95_ns'][0]:+.2f}, {c['ci95_ns'][1]:+.2f}]"
+            call, raw = _yes(c["significant"]), _yes(c.get("significant_raw", c["significant"]))
+        rows.append([f"{c['scenario']} {_params(c['params'])}", f"{_f2(b['ns_per_packet'])} ({b['n']})",
+                     f"{_f2(k['ns_per_packet'])} ({k['n']})", f"{_d2(c['delta_ns_per_packet'])} {c['direction']}",
+                     ci, call, raw])
+    head = ["scenario/params", "A ns/pkt (n)", "B ns/pkt (n)", "delta ns/pkt", "95% CI ns",
+            "Holm" if holm_used else "call", "raw"]
+    return head, rows
+
+
+def multiple_text(mc: dict) -> str:
+    text = (f"Multiple comparisons: {mc['significant_raw']} of {mc['rows_tested']} rows significant at 95% "
+            f"each, {mc['significant_holm']} after Holm's adjustment (family-wise 5%). Chance alone would call "
+            f"about {mc['expected_by_chance']:.1f} of {mc['rows_tested']} rows significant "
+            f"({mc['chance_of_any'] * 100:.0f}% chance of at least one).")
+    if mc.get("decision") == "holm":
+        text += f" The call column is Holm's: {HOLM_NOTE}."
+    return text
+
+
+def _wrap(text: str, markdown: bool) -> list[str]:
+    return [text] if markdown else textwrap.wrap(text, 100, break_on_hyphens=False)
+
+
 def render_text(report: dict, markdown: bool = False) -> str:
     h = (lambda s: f"## {s}") if markdown else (lambda s: f"{s}\n{'=' * len(s)}")
     out = [h("Environment"), ""]
@@ -259,26 +306,11 @@ def render_text(report: dict, markdown: bool = False) -> str:
         out += [f"CAVEAT: {report['caveat']}.", ""]
     if "comparisons" in report:
         out += [h("A/B comparison (candidate minus baseline)"), "", f"Method: {METHOD_TEXT}.", ""]
-        rows = []
-        for c in report["comparisons"]:
-            b, k = c["baseline"], c["candidate"]
-            ci = ((c.get("note") or "no interval") if c["ci95_ns"] is None
-                  else f"[{c['ci95_ns'][0]:+.2f}, {c['ci95_ns'][1]:+.2f}]")
-            sig = "-" if c["ci95_ns"] is None else ("yes" if c["significant"] else "no")
-            sig_holm = "-" if c["ci95_ns"] is None else ("yes" if c.get("significant_holm") else "no")
-            rows.append([f"{c['scenario']} {_params(c['params'])}", f"{b['mean']:.0f}", _f2(b["ns_per_packet"]),
-                         str(b["n"]), f"{k['mean']:.0f}", _f2(k["ns_per_packet"]), str(k["n"]),
-                         f"{_d2(c['delta_ns_per_packet'])} ({c['direction']})", ci, sig, sig_holm,
-                         f"{c['percent']:+.2f}%"])
-        out += _table(["scenario/params", "base pps", "base ns/pkt", "n", "cand pps", "cand ns/pkt", "n",
-                       "delta ns/pkt", "95% CI ns", "significant", "Holm", "pps change"], rows, markdown)
+        out += _table(*ab_table(report), markdown)
         out.append("")
         mc = report.get("multiple")
         if mc:
-            out.append(f"Multiple comparisons: {mc['significant_raw']} of {mc['rows_tested']} rows significant "
-                       f"at 95% each, {mc['significant_holm']} after Holm's adjustment (family-wise 5%). "
-                       f"Chance alone would call about {mc['expected_by_chance']:.1f} of {mc['rows_tested']} "
-                       f"rows significant ({mc['chance_of_any'] * 100:.0f}% chance of at least one).")
+            out += _wrap(multiple_text(mc), markdown)
             out.append(f"Units: {', '.join(sorted({c['unit_level'] for c in report['comparisons']}))}; "
                        "n counts units.")
             out.append("")
@@ -336,7 +368,8 @@ def render_csv(report: dict) -> str:
     if "comparisons" in report:
         w.writerow(["scenario", "params", "baseline_pps", "baseline_ns_per_packet", "baseline_n",
                     "candidate_pps", "candidate_ns_per_packet", "candidate_n", "delta_ns_per_packet",
-                    "ci95_ns_lo", "ci95_ns_hi", "significant", "percent", "method",
+                    "ci95_ns_lo", "ci95_ns_hi", "significant", "significant_raw", "p_value", "p_holm",
+                    "decision", "percent", "method",
                     "baseline_ns_ci95_lo", "baseline_ns_ci95_hi", "candidate_ns_ci95_lo", "candidate_ns_ci95_hi"])
         for c in report["comparisons"]:
             ci = c["ci95_ns"] or [None, None]
@@ -345,6 +378,8 @@ def render_csv(report: dict) -> str:
                         f"{c['candidate']['ns_per_packet']:.2f}", c["candidate"]["n"],
                         f"{c['delta_ns_per_packet']:.2f}", _csv2(ci[0]), _csv2(ci[1]),
                         "" if c["ci95_ns"] is None else str(c["significant"]).lower(),
+                        "" if c["ci95_ns"] is None else str(c.get("significant_raw", c["significant"])).lower(),
+                        _csvg(c.get("p_value")), _csvg(c.get("p_holm")), c.get("decision", "raw"),
                         f"{c['percent']:.2f}", c["method"],
                         *_csv_ci(c["baseline"].get("ci95_ns")), *_csv_ci(c["candidate"].get("ci95_ns"))])
     else:

@@ -65,16 +65,21 @@ def units(records: list[dict], force_units: bool = False) -> dict:
 
 
 def side_stats(record: dict | list[dict], force_units: bool = False) -> dict:
-    """Statistics of one side: pps (n, mean, stdev, ci95 over every repetition), and the estimator:
-    ns_per_packet = mean of per-unit ns/packet with its stdev and 95% interval (stdev_ns, ci95_ns)."""
+    """Statistics of one side (or one report row), all from one computation at its replication unit:
+    ns_per_packet = mean of per-unit ns/packet, stdev_ns and ci95_ns (Student t over the units), n =
+    units. The rate is the same figure in pps: mean = 1e9 / ns_per_packet, ci95 = the ns interval
+    mapped (ends swapped; upper end None when the ns interval reaches 0), so a row's pps and
+    ns/packet never come from two estimators."""
     recs = record if isinstance(record, list) else [record]
-    samples = [s for r in recs for s in r["samples"]]
-    s = summarize(samples)
     u = units(recs, force_units)
     ns_sum = summarize(u["values"])
-    out = {"n": ns_sum["n"], "repetitions": s["n"], "mean": s["mean"], "stdev": s["stdev"], "ci95": s["ci95"],
+    ns_ci = ns_sum["ci95"]
+    out = {"n": ns_sum["n"], "repetitions": sum(len(r["samples"]) for r in recs),
+           "mean": 1e9 / ns_sum["mean"], "stdev": _stdev([1e9 / v for v in u["values"]]),
+           # an ns interval reaching 0 or below leaves the rate unbounded above: None, never a guess
+           "ci95": [1e9 / ns_ci[1], 1e9 / ns_ci[0] if ns_ci[0] > 0 else None] if ns_ci else None,
            "ns_per_packet": ns_sum["mean"], "stdev_ns": ns_sum["stdev"],
-           "ci95_ns": ns_sum["ci95"], "unit_level": u["level"], "units": u["units"],
+           "ci95_ns": ns_ci, "unit_level": u["level"], "units": u["units"],
            "estimator": ESTIMATOR, "record": recs[0].get("_path") if len(recs) == 1 else [r.get("_path") for r in recs],
            "run_id": recs[0].get("run_id"), "variant": recs[0].get("variant"), "_values": u["values"]}
     if u["caveat"]:
@@ -82,6 +87,10 @@ def side_stats(record: dict | list[dict], force_units: bool = False) -> dict:
     if ns_sum["n"] == 1:
         out["note"] = "n=1, no interval"
     return out
+
+
+def _stdev(values: list[float]) -> float:
+    return summarize(values)["stdev"]
 
 
 def compare_records(base: dict | list[dict], cand: dict | list[dict]) -> dict:
@@ -391,7 +400,7 @@ def sweep_tables(records: list[dict]) -> list[dict]:
             side = side_stats(unit_recs)
             row = {"params": unit_recs[0]["params"], "pps": side["mean"], "ns_per_packet": side["ns_per_packet"],
                    "n": side["n"], "ci95": side["ci95"], "ci95_ns": side["ci95_ns"],
-                   "unit_level": side["unit_level"],
+                   "unit_level": side["unit_level"], "repetitions": side["repetitions"],
                    "record": unit_recs[0].get("_path") if len(unit_recs) == 1 else [r.get("_path") for r in unit_recs],
                    "delta_prev_ns": None, "delta_base_ns": None}
             if i:

@@ -23,7 +23,12 @@ from ansible_collections.xdplab.testbed.plugins.module_utils.results._render_png
     png_bytes,
     pps_interval,
 )
-from ansible_collections.xdplab.testbed.plugins.module_utils.results._report import _noise_lines, _params, env_lines
+from ansible_collections.xdplab.testbed.plugins.module_utils.results._report import (
+    FOOTER,
+    _noise_lines,
+    _params,
+    env_lines,
+)
 
 # Repetitions shorter than this (seconds) are bursts: start-up, caches and IRQ moderation weigh in.
 SHORT_BURST_S = 5.0
@@ -47,8 +52,10 @@ def _num(v: float | None, fmt: str = "{:.2f}") -> str:
     return "-" if v is None else fmt.format(v)
 
 
-def _ci(ci: list[float] | None, fmt: str = "{:.2f}") -> str:
-    return "n=1, no interval" if not ci else f"[{fmt.format(ci[0])}, {fmt.format(ci[1])}]"
+def _ci(ci: list[float | None] | None, fmt: str = "{:.2f}") -> str:
+    if not ci:
+        return "no interval"
+    return "[" + ", ".join("unbounded" if x is None else fmt.format(x) for x in ci) + "]"
 
 
 def _duration(params: dict | None) -> float | None:
@@ -124,8 +131,7 @@ def _summary_table(report: dict) -> list[str]:
         body = []
         for t in report.get("sweeps") or []:
             for r in t["rows"]:
-                ci = pps_interval(r)
-                mpps_ci = [x / 1e6 for x in ci] if ci else None
+                mpps_ci = pps_interval(r, 1e6)
                 cells = [(t["scenario"], ""), (t["variant"], ""), (_params(r["params"]), ""),
                          (f"{r['pps'] / 1e6:.3f}", "num"), (_ci(mpps_ci, "{:.3f}"), "num"),
                          (_num(r["ns_per_packet"]), "num"), (_ci(ns_interval(r)), "num"),
@@ -157,8 +163,8 @@ def render_html(report: dict) -> str:
     out = ["<!DOCTYPE html>", '<html lang="en"><head><meta charset="utf-8">',
            f"<title>xdplab.testbed: {_e(title)}</title>", f"<style>{CSS}</style></head><body>",
            f"<h1>{_e(title)}</h1>",
-           f"<p>{report.get('records', 0)} result record(s) from {_e(', '.join(report.get('results') or []))}. "
-           "ns/packet = 1e9 / pps; intervals are 95%.</p>"]
+           f"<p>{report.get('records', 0)} result record(s) from {_e(', '.join(report.get('results') or []))}.</p>",
+           f'<p id="footer">{_e(FOOTER)}</p>']
     warns = warnings(report)
     if warns:
         out += ['<h2>Warnings</h2><div class="warn" id="warnings"><ul>'] + [f"<li>{_e(w)}</li>" for w in warns] + [

@@ -28,25 +28,25 @@ def _params(p: dict) -> str:
     return " ".join(f"{k}={v}" for k, v in sorted(p.items())) or "-"
 
 
-def pps_interval(row: dict) -> list[float] | None:
-    """95% interval of a row's packet rate, or None (n=1)."""
+def pps_interval(row: dict, scale: float = 1.0) -> list[float | None] | None:
+    """95% interval of a row's packet rate divided by ``scale``, or None (n=1): its ns/packet interval
+    in pps; the upper end is None (unbounded) when the ns interval reaches 0."""
     ci = row.get("ci95")
-    return list(ci) if ci else None
+    return [None if x is None else x / scale for x in ci] if ci else None
 
 
 def ns_interval(row: dict) -> list[float] | None:
-    """95% interval of ns/packet: ns/packet = 1e9 / mean pps is monotone in the mean,
-    so the interval of the mean maps onto it (ends swapped)."""
-    ci = pps_interval(row)
-    if not ci or ci[0] <= 0:
-        return None
-    return [1e9 / ci[1], 1e9 / ci[0]]
+    """95% interval of a row's ns/packet, or None (n=1): the row's own ``ci95_ns``, computed with its
+    point (results._compare.side_stats), so the point always lies inside it."""
+    ci = row.get("ci95_ns")
+    return list(ci) if ci else None
 
 
 def _err(values: list[float], intervals: list[list[float] | None]) -> list[list[float]]:
     """matplotlib yerr (two rows: below, above); zero where there is no interval."""
     below = [0.0 if ci is None else max(0.0, v - ci[0]) for v, ci in zip(values, intervals, strict=True)]
-    above = [0.0 if ci is None else max(0.0, ci[1] - v) for v, ci in zip(values, intervals, strict=True)]
+    above = [0.0 if ci is None or ci[1] is None else max(0.0, ci[1] - v)
+             for v, ci in zip(values, intervals, strict=True)]
     return [below, above]
 
 
@@ -81,7 +81,7 @@ def _bar_panel(ax: Any, labels: list[str], values: list[float], intervals: list,
     ax.set_ylabel(ylabel)
     ax.set_title(title, fontsize=10)
     ax.grid(axis="y", alpha=0.3)
-    tops = [v if ci is None else max(v, ci[1]) for v, ci in zip(values, intervals, strict=True)]
+    tops = [v if ci is None or ci[1] is None else max(v, ci[1]) for v, ci in zip(values, intervals, strict=True)]
     _cover(ax, 0.0, max(tops) if tops else 1.0)
     for x, v, top, ci in zip(xs, values, tops, intervals, strict=True):
         ax.annotate(fmt.format(v) + ("\nn=1, no interval" if ci is None else ""), (x, top),
@@ -93,7 +93,7 @@ def _scenarios(axes: tuple, tables: list[dict]) -> None:
     labels = [t["scenario"] + (f"\n{t['variant']}" if len(variants) > 1 else "") for t in tables]
     rows = [t["rows"][0] for t in tables]
     mpps = [r["pps"] / 1e6 for r in rows]
-    mpps_ci = [None if pps_interval(r) is None else [x / 1e6 for x in pps_interval(r)] for r in rows]
+    mpps_ci = [pps_interval(r, 1e6) for r in rows]
     ns = [r["ns_per_packet"] for r in rows]
     ns_ci = [ns_interval(r) for r in rows]
     n_note = "n=" + ",".join(str(n) for n in sorted({r["n"] for r in rows}))
@@ -127,13 +127,13 @@ def _sweeps(axes: tuple, tables: list[dict], xkey: str) -> None:
         ticklabels = labels or ticklabels
         label = f"{t['scenario']}/{t['variant']}"
         mpps = [r["pps"] / 1e6 for r in t["rows"]]
-        mpps_ci = [None if pps_interval(r) is None else [x / 1e6 for x in pps_interval(r)] for r in t["rows"]]
+        mpps_ci = [pps_interval(r, 1e6) for r in t["rows"]]
         ns = [r["ns_per_packet"] for r in t["rows"]]
         ns_ci = [ns_interval(r) for r in t["rows"]]
         a1.errorbar(xs, mpps, yerr=_err(mpps, mpps_ci), marker="o", capsize=3, label=label)
         a2.errorbar(xs, ns, yerr=_err(ns, ns_ci), marker="o", capsize=3, label=label)
         lo1 += [v if ci is None else ci[0] for v, ci in zip(mpps, mpps_ci, strict=True)]
-        hi1 += [v if ci is None else ci[1] for v, ci in zip(mpps, mpps_ci, strict=True)]
+        hi1 += [v if ci is None or ci[1] is None else ci[1] for v, ci in zip(mpps, mpps_ci, strict=True)]
         lo2 += [v if ci is None else ci[0] for v, ci in zip(ns, ns_ci, strict=True)]
         hi2 += [v if ci is None else ci[1] for v, ci in zip(ns, ns_ci, strict=True)]
     _cover(a1, min(lo1), max(hi1))

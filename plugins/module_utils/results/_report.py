@@ -82,7 +82,7 @@ def build(results: list[str], *, baseline_variant: str | None = None,
         report["sweeps"] = sweep_tables(sets[0])
         if len({replicate_of(r) for r in sets[0]}) == 1:
             report["caveat"] = CAVEAT_ONE_RUN
-        keys = ("params", "pps", "ns_per_packet", "delta_prev_ns", "delta_base_ns", "n")
+        keys = ("params", "pps", "ns_per_packet", "ci95_ns", "delta_prev_ns", "delta_base_ns", "n", "unit_level")
         report["rows"] = [{k: row[k] for k in keys} | {"scenario": t["scenario"], "variant": t["variant"]}
                           for t in report["sweeps"] for row in t["rows"]]
     return report
@@ -121,8 +121,8 @@ def _csvg(v: float | None) -> str:
     return "" if v is None else f"{v:.6g}"
 
 
-def _csv_ci(ci: list[float] | None) -> list[str]:
-    return ["", ""] if not ci else [f"{ci[0]:.2f}", f"{ci[1]:.2f}"]
+def _csv_ci(ci: list[float | None] | None) -> list[str]:
+    return ["", ""] if not ci else ["" if x is None else f"{x:.2f}" for x in ci]
 
 
 def _d2(v: float | None) -> str:
@@ -131,6 +131,17 @@ def _d2(v: float | None) -> str:
 
 def _params(p: dict) -> str:
     return " ".join(f"{k}={v}" for k, v in sorted(p.items())) or "-"
+
+
+FOOTER = ("ns/packet: each repetition's 1e9/pps; a unit's (run, round, boot) is the mean over its repetitions; "
+          "a row's is the mean over its units, with a Student t 95% interval over the units, n = units (one "
+          "back-to-back run: its repetitions are the units). pps = 1e9 / that ns/packet, its interval the same "
+          "one. Gbit/s figures count frame bytes only (no preamble/IFG).")
+
+
+def ci_text(ci: list[float] | None) -> str:
+    """A 95% interval of ns/packet as every format writes it, or "no interval"."""
+    return "no interval" if not ci else f"[{ci[0]:.2f}, {ci[1]:.2f}]"
 
 
 def _n(n: int) -> str:
@@ -337,8 +348,10 @@ def render_text(report: dict, markdown: bool = False) -> str:
             if common:
                 out += [f"Common params: {_params(common)}", ""]
             rows = [[t["scenario"], t["variant"], f"{t['rows'][0]['pps']:.0f}", _f2(t["rows"][0]["ns_per_packet"]),
-                     _d2(t["rows"][0]["ns_per_packet"] - first), _n(t["rows"][0]["n"])] for t in singles]
-            out += _table(["scenario", "variant", "pps", "ns/packet", "d first ns", "n"], rows, markdown)
+                     ci_text(t["rows"][0]["ci95_ns"]), _d2(t["rows"][0]["ns_per_packet"] - first),
+                     _n(t["rows"][0]["n"])] for t in singles]
+            out += _table(["scenario", "variant", "pps", "ns/packet", "95% CI ns", "d first ns", "n"], rows,
+                          markdown)
             out.append("")
         for t in report["sweeps"]:
             if len(singles) >= 2 and t in singles:
@@ -352,13 +365,14 @@ def render_text(report: dict, markdown: bool = False) -> str:
             shown = t["varying"]  # only what differs between the rows; the rest is said once
             out += [f"Common params: {_params(_common_params([r['params'] for r in t['rows']]))}", ""]
             rows = [[_params({k: v for k, v in r["params"].items() if k in shown}) if shown else "(common)",
-                     f"{r['pps']:.0f}", _f2(r["ns_per_packet"]), _d2(r["delta_prev_ns"]),
+                     f"{r['pps']:.0f}", _f2(r["ns_per_packet"]), ci_text(r["ci95_ns"]), _d2(r["delta_prev_ns"]),
                      _d2(r["delta_base_ns"]), _n(r["n"])]
                     for r in t["rows"]]
-            out += _table(["params", "pps", "ns/packet", "d prev ns", "d first ns", "n"], rows, markdown)
+            out += _table(["params", "pps", "ns/packet", "95% CI ns", "d prev ns", "d first ns", "n"], rows,
+                          markdown)
             out.append("")
     out += [h("Noise"), ""] + _noise_lines(report["noise"]) + [""]
-    out.append("ns/packet = 1e9 / pps. Gbit/s figures count frame bytes only (no preamble/IFG).")
+    out += _wrap(FOOTER, markdown)
     return "\n".join(out) + "\n"
 
 

@@ -251,31 +251,31 @@ def summarize(samples: Sequence[float], pkt_size: int | None = None) -> dict:
     """Record v1 ``summary`` of packet-rate samples (packets/s).
 
     Returns n, mean, stdev (sample stdev, n-1; 0.0 when n == 1), ci95 ([lo, hi],
-    Student t on the mean; None when n == 1), ns_per_packet (1e9 / mean) and,
-    when pkt_size is given, gbps = mean * pkt_size * 8 / 1e9 (frame bytes only:
-    Ethernet preamble, SFD and inter-frame gap, 20 B per frame, are NOT included).
+    Student t on the mean; None when n == 1), ns_per_packet and ci95_ns (the
+    comparison estimator, the mean of per-sample 1e9/pps with its Student t
+    interval: the number every report prints for this record) and, when pkt_size
+    is given, gbps = mean * pkt_size * 8 / 1e9 (frame bytes only: Ethernet
+    preamble, SFD and inter-frame gap, 20 B per frame, are NOT included).
     """
     values = check_samples(samples)
     n = len(values)
-    mean, stdev = _mean_stdev(values)
-    if stdev is None:
-        ci95 = None
-        stdev = 0.0
-    else:
-        half = t_quantile(0.975, n - 1) * stdev / math.sqrt(n)
-        ci95 = [mean - half, mean + half]
-    out = {
-        "n": n,
-        "mean": mean,
-        "stdev": stdev,
-        "ci95": ci95,
-        "ns_per_packet": 1e9 / mean,
-    }
+    out = {"n": n}
+    out["mean"], out["stdev"], out["ci95"] = _t_interval(values)
+    out["ns_per_packet"], _dummy, out["ci95_ns"] = _t_interval([1e9 / v for v in values])
     if pkt_size is not None:
         if isinstance(pkt_size, bool) or not isinstance(pkt_size, int) or pkt_size <= 0:
             raise StatsError(f"pkt_size must be a positive integer, got {pkt_size!r}")
-        out["gbps"] = mean * pkt_size * 8 / 1e9
+        out["gbps"] = out["mean"] * pkt_size * 8 / 1e9
     return out
+
+
+def _t_interval(values: list[float]) -> tuple[float, float, list[float] | None]:
+    """mean, sample stdev (0.0 for one value) and the 95% Student t interval of the mean (None for one)."""
+    mean, stdev = _mean_stdev(values)
+    if stdev is None:
+        return mean, 0.0, None
+    half = t_quantile(0.975, len(values) - 1) * stdev / math.sqrt(len(values))
+    return mean, stdev, [mean - half, mean + half]
 
 
 # ------------------------------------------------------------ A/B in ns/packet

@@ -28,10 +28,8 @@ from ansible_collections.xdplab.testbed.plugins.module_utils.results._report imp
     _noise_lines,
     _params,
     env_lines,
+    notices,
 )
-
-# Repetitions shorter than this (seconds) are bursts: start-up, caches and IRQ moderation weigh in.
-SHORT_BURST_S = 5.0
 
 CSS = """
 body{font-family:system-ui,-apple-system,"Segoe UI",sans-serif;margin:2em auto;max-width:1150px;color:#222}
@@ -58,54 +56,9 @@ def _ci(ci: list[float | None] | None, fmt: str = "{:.2f}") -> str:
     return "[" + ", ".join("unbounded" if x is None else fmt.format(x) for x in ci) + "]"
 
 
-def _duration(params: dict | None) -> float | None:
-    try:
-        return float((params or {}).get("duration"))
-    except (TypeError, ValueError):
-        return None
-
-
-def _paths(record: str | list[str] | None) -> list[str]:
-    """A row's or side's record: one path, or a list of paths when it pools several records (the
-    rounds of an interleaved run)."""
-    if record is None:
-        return []
-    return [p for p in record if p] if isinstance(record, list) else [record]
-
-
 def warnings(report: dict) -> list[str]:
-    """What a reader must know before trusting the numbers, one sentence each."""
-    out = []
-    meta = report.get("record_meta") or {}
-    if report.get("incomplete"):
-        out.append("Records from incomplete runs are included: " + ", ".join(report["incomplete"]))
-    if "comparisons" in report:
-        items = [{"name": f"{c['scenario']} {_params(c['params'])}", "params": c["params"],
-                  "n": min(c["baseline"]["n"], c["candidate"]["n"]),
-                  "records": _paths(c["baseline"].get("record")) + _paths(c["candidate"].get("record")),
-                  "warnings": c.get("warnings")}
-                 for c in report["comparisons"]]
-    else:
-        items = [{"name": f"{t['scenario']}/{t['variant']} {_params(r['params'])}", "params": r["params"], "n": r["n"],
-                  "records": _paths(r.get("record")), "warnings": r.get("warnings")}
-                 for t in report.get("sweeps") or [] for r in t["rows"]]
-    n1 = [i["name"] for i in items if i["n"] < 2]
-    if n1:
-        out.append(f"n=1, no interval: {', '.join(n1)}. One repetition cannot show its own noise; "
-                   "repeat (3 or more) before comparing.")
-    short = sorted({d for i in items if (d := _duration(i["params"])) is not None and d < SHORT_BURST_S})
-    if short:
-        out.append(f"Short bursts: {', '.join(f'{d:g} s' for d in short)} per repetition (under "
-                   f"{SHORT_BURST_S:g} s); start-up, caches and interrupt moderation weigh in. "
-                   "Use longer repetitions for numbers to publish.")
-    gen = sorted({i["name"] for i in items
-                  if any((meta.get(p) or {}).get("bound") == "generator-bound" for p in i["records"])})
-    if gen:
-        out.append(f"Generator-bound: {', '.join(gen)}. The DUT counted everything the generator sent, "
-                   "so the figure is the generator's rate, a lower bound of what the DUT can do.")
-    for i in items:
-        out += [f"{i['name']}: {w}" for w in i["warnings"] or []]
-    return out
+    """What a reader must know before trusting the numbers, one sentence each (the report's notices)."""
+    return [text for _kind, text in notices(report)]
 
 
 def _summary_table(report: dict) -> list[str]:
@@ -165,10 +118,10 @@ def render_html(report: dict) -> str:
            f"<h1>{_e(title)}</h1>",
            f"<p>{report.get('records', 0)} result record(s) from {_e(', '.join(report.get('results') or []))}.</p>",
            f'<p id="footer">{_e(FOOTER)}</p>']
-    warns = warnings(report)
-    if warns:
-        out += ['<h2>Warnings</h2><div class="warn" id="warnings"><ul>'] + [f"<li>{_e(w)}</li>" for w in warns] + [
-            "</ul></div>"]
+    found = notices(report)
+    if found:
+        out += ['<h2>Warnings</h2><div class="warn" id="warnings"><ul>'] + [
+            f"<li><b>{_e(kind.upper())}</b>: {_e(text)}</li>" for kind, text in found] + ["</ul></div>"]
     out += ["<h2>Summary</h2>"] + _summary_table(report)
     if report.get("unmatched"):
         out.append('<p>Unmatched (not compared: no record of the other side measured the same thing):</p>'

@@ -194,9 +194,45 @@ def _ab(ax: Any, cmps: list[dict]) -> None:
     ax.grid(axis="x", alpha=0.3)
 
 
+NOTE_LINES = 14  # at most this many lines of notices under the plot; the rest are counted
+NOTE_LINE_IN = 0.15  # inches per line of notices (7 pt text)
+
+
+def _note_lines(report: dict, width_in: float) -> list[str]:
+    """The report's notices (caveat, warnings, Holm) wrapped to the figure's width, for its foot."""
+    import textwrap
+
+    from ansible_collections.xdplab.testbed.plugins.module_utils.results._report import notices
+
+    chars = int(width_in * 72 / 7 * 1.6)  # 7 pt DejaVu Sans: about 1.6 characters per em
+    lines = []
+    for kind, text in notices(report):
+        lines += textwrap.wrap(f"{kind.upper()}: {text}", chars, subsequent_indent="   ")
+    if len(lines) > NOTE_LINES:
+        lines = lines[:NOTE_LINES - 1] + [f"... {len(lines) - NOTE_LINES + 1} more lines in the text report"]
+    return lines
+
+
+def _with_notes(fig: Any, report: dict) -> Any:
+    """Lay the figure out with room at its foot for the notices, and write them there."""
+    w, h = fig.get_size_inches()
+    lines = _note_lines(report, w)
+    if not lines:
+        fig.tight_layout()
+        return fig
+    foot = NOTE_LINE_IN * len(lines) + 0.2
+    fig.set_size_inches(w, h + foot)
+    frac = foot / (h + foot)
+    fig.tight_layout(rect=(0.0, frac, 1.0, 1.0))
+    fig.text(0.01, frac - 0.05 / (h + foot), "\n".join(lines), ha="left", va="top", fontsize=7,
+             label="notices")
+    return fig
+
+
 def figure(report: dict) -> Any:
     """The report's Figure (not saved). Axes carry their role in their label:
-    scenarios-mpps, scenarios-ns, sweep-mpps-<key>, sweep-ns-<key>, ab-delta."""
+    scenarios-mpps, scenarios-ns, sweep-mpps-<key>, sweep-ns-<key>, ab-delta; the notices under
+    the plot are the text labelled "notices"."""
     from matplotlib.figure import Figure
 
     k = kind(report)
@@ -208,8 +244,7 @@ def figure(report: dict) -> Any:
             _ab(ax, cmps)
         else:
             ax.text(0.5, 0.5, "no matched records to compare", ha="center", transform=ax.transAxes)
-        fig.tight_layout()
-        return fig
+        return _with_notes(fig, report)
     tables = report.get("sweeps") or []
     singles = [t for t in tables if len(t["rows"]) == 1]
     by_key: dict[str, list[dict]] = {}
@@ -232,8 +267,7 @@ def figure(report: dict) -> Any:
     if not tables:
         ax = fig.add_subplot(1, 1, 1, label="empty")
         ax.text(0.5, 0.5, "no records", ha="center", transform=ax.transAxes)
-    fig.tight_layout()
-    return fig
+    return _with_notes(fig, report)
 
 
 def png_bytes(report: dict, dpi: int = 110) -> bytes:

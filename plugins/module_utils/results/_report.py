@@ -16,6 +16,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import os
 import textwrap
 from typing import Any
 
@@ -37,6 +38,7 @@ from ansible_collections.xdplab.testbed.plugins.module_utils.results._render_png
     pps_interval,
     render_png,
 )
+from ansible_collections.xdplab.testbed.plugins.module_utils.results._run_summary import worst_loss
 
 FORMATS = ("text", "markdown", "csv", "png", "html")
 
@@ -61,7 +63,8 @@ def build(results: list[str], *, baseline_variant: str | None = None,
         "noise": noise(all_records),
         "warnings": [f"{r['_path']}: {w}" for r in all_records for w in r.get("warnings") or []],
         # What the renderers' warnings need from the records beyond the rows.
-        "record_meta": {r["_path"]: {"bound": r.get("bound"), "duration_s": r.get("duration_s")}
+        "record_meta": {r["_path"]: {"bound": r.get("bound"), "duration_s": r.get("duration_s"),
+                                     "warnings": list(r.get("warnings") or []), "loss": worst_loss(r)}
                         for r in all_records},
     }
     if len(sets) == 2 or baseline_variant or candidate_variant:
@@ -249,6 +252,109 @@ def _rate_interval(aa: dict) -> str:
     return f", exact 95% interval {ci[0] * 100:.1f}-{ci[1] * 100:.1f}% if independent, wider as windows overlap"
 
 
+# ----------------------------------------------------------------- notices
+
+# Repetitions shorter than this (seconds) are bursts: start-up, caches and IRQ moderation weigh in.
+SHORT_BURST_S = 5.0
+# A loss or surplus smaller than this share of the packets sent is not worth a line.
+LOSS_NOTICE = 0.001
+
+
+def _duration(params: dict | None) -> float | None:
+    try:
+        return float((params or {}).get("duration"))
+    except (TypeError, ValueError):
+        return None
+
+
+def _paths(record: str | list[str] | None) -> list[str]:
+    """A row's or side's record: one path, or a list of paths when it pools several records."""
+    if record is None:
+        return []
+    return [p for p in record if p] if isinstance(record, list) else [record]
+
+
+def _items(report: dict) -> list[dict]:
+    """The report's rows as {name, params, n, records} for the notices."""
+    if "comparisons" in report:
+        return [{"name": f"{c['scenario']} {_params(c['params'])}", "params": c["params"],
+                 "n": min(c["baseline"]["n"], c["candidate"]["n"]),
+                 "records": _paths(c["baseline"].get("record")) + _paths(c["candidate"].get("record"))}
+                for c in report["comparisons"]]
+    return [{"name": f"{t['scenario']}/{t['variant']} {_params(r['params'])}", "params": r["params"], "n": r["n"],
+             "records": _paths(r.get("record"))}
+            for t in report.get("sweeps") or [] for r in t["rows"]]
+
+
+def notices(report: dict) -> list[tuple[str, str]]:
+    """Everything a reader must know before trusting the numbers, as (kind, sentence), in the order
+    every format prints them: incomplete runs, the one-run caveat, rows without an interval, short
+    bursts, the bottleneck of rows not bound by the DUT, loss and surplus, the records' own warnings
+    (each once, with the rows it concerns) and Holm's adjustment."""
+    out: list[tuple[str, str]] = []
+    meta = report.get("record_meta") or {}
+    items = _items(report)
+    if report.get("incomplete"):
+        out.append(("warning", "records from incomplete runs are included: "
+                    + ", ".join(_rel(report, p) for p in report["incomplete"])))
+    if report.get("caveat"):
+        out.append(("caveat", report["caveat"]))
+    n1 = [i["name"] for i in items if i["n"] < 2]
+    if n1:
+        out.append(("warning", f"n=1, no interval: {', '.join(n1)}. One repetition cannot show its own noise; "
+                    "repeat (3 or more) before comparing."))
+    short = sorted({d for i in items if (d := _duration(i["params"])) is not None and d < SHORT_BURST_S})
+    if short:
+        out.append(("warning", f"Short bursts: {', '.join(f'{d:g} s' for d in short)} per repetition (under "
+                    f"{SHORT_BURST_S:g} s); start-up, caches and interrupt moderation weigh in. "
+                    "Use longer repetitions for numbers to publish."))
+    for label, text in (("generator-bound", "Generator-bound: {}. The DUT counted everything the generator sent, "
+                         "so the figure is the generator's rate, a lower bound of what the DUT can do."),
+                        ("shared-core", "Shared core: {}. The generator and the DUT shared a CPU, so the rate is "
+                         "neither's capacity; a rate-based delta between such rows is not the DUT's.")):
+        rows = sorted({i["name"] for i in items if any((meta.get(p) or {}).get("bound") == label
+                                                       for p in i["records"])})
+        if rows:
+            out.append(("warning", text.format(", ".join(rows))))
+    for i in items:
+        losses = [x for p in i["records"] if (x := (meta.get(p) or {}).get("loss")) is not None]
+        if losses and abs(worst := max(losses, key=abs)) >= LOSS_NOTICE:
+            what = ("surplus: the DUT counted more packets than were sent (packets not ours)" if worst < 0
+                    else "loss: packets sent that the DUT's counter did not see")
+            out.append(("warning", f"{i['name']}: {abs(worst) * 100:.2f}% {what}."))
+    by_text: dict[str, list[str]] = {}
+    for i in items:
+        for p in i["records"]:
+            for w in (meta.get(p) or {}).get("warnings") or []:
+                names = by_text.setdefault(w, [])
+                if i["name"] not in names:
+                    names.append(i["name"])
+    for w, names in by_text.items():
+        out.append(("warning", f"{', '.join(names)}: {w}"))
+    mc = report.get("multiple")
+    if mc and mc.get("decision") == "holm":
+        out.append(("note", f"{mc['rows_tested']} rows tested: {HOLM_NOTE}; {mc['significant_raw']} significant "
+                    f"raw, {mc['significant_holm']} after Holm."))
+    return out
+
+
+def row_notices(report: dict, name: str) -> list[str]:
+    """The notices that concern one row (named by it), and those that concern every row."""
+    names = [i["name"] for i in _items(report)]
+    return [f"{kind}: {text}" for kind, text in notices(report)
+            if name in text or not any(other in text for other in names)]
+
+
+def _rel(report: dict, path: str) -> str:
+    """A path as the reader needs it: relative to the (first) results directory."""
+    base = (report.get("results") or [""])[0]
+    try:
+        rel = os.path.relpath(path, base if os.path.isdir(base) else os.path.dirname(base))
+    except ValueError:
+        return path
+    return path if rel.startswith("..") else rel
+
+
 # ----------------------------------------------------------------- renderers
 
 def _table(headers: list[str], rows: list[list[str]], markdown: bool) -> list[str]:
@@ -307,14 +413,12 @@ def render_text(report: dict, markdown: bool = False) -> str:
     env = env_lines(report["environment"])
     out += (["```"] + env + ["```"]) if markdown else env
     out.append("")
-    if report.get("incomplete"):
-        out += ["WARNING: records from incomplete runs: " + ", ".join(report["incomplete"]), ""]
-    for w in report.get("warnings") or []:
-        out.append(f"WARNING: {w}")
-    if report.get("warnings"):
+    found = notices(report)
+    for kind, text in found:
+        line = f"{kind.upper()}: {text}"
+        out += [line] if markdown else textwrap.wrap(line, 100, subsequent_indent="  ", break_on_hyphens=False)
+    if found:
         out.append("")
-    if report.get("caveat"):
-        out += [f"CAVEAT: {report['caveat']}.", ""]
     if "comparisons" in report:
         out += [h("A/B comparison (candidate minus baseline)"), "", f"Method: {METHOD_TEXT}.", ""]
         out += _table(*ab_table(report), markdown)
@@ -384,7 +488,8 @@ def render_csv(report: dict) -> str:
                     "candidate_pps", "candidate_ns_per_packet", "candidate_n", "delta_ns_per_packet",
                     "ci95_ns_lo", "ci95_ns_hi", "significant", "significant_raw", "p_value", "p_holm",
                     "decision", "percent", "method",
-                    "baseline_ns_ci95_lo", "baseline_ns_ci95_hi", "candidate_ns_ci95_lo", "candidate_ns_ci95_hi"])
+                    "baseline_ns_ci95_lo", "baseline_ns_ci95_hi", "candidate_ns_ci95_lo", "candidate_ns_ci95_hi",
+                    "notices"])
         for c in report["comparisons"]:
             ci = c["ci95_ns"] or [None, None]
             w.writerow([c["scenario"], json.dumps(c["params"], sort_keys=True), f"{c['baseline']['mean']:.2f}",
@@ -395,15 +500,17 @@ def render_csv(report: dict) -> str:
                         "" if c["ci95_ns"] is None else str(c.get("significant_raw", c["significant"])).lower(),
                         _csvg(c.get("p_value")), _csvg(c.get("p_holm")), c.get("decision", "raw"),
                         f"{c['percent']:.2f}", c["method"],
-                        *_csv_ci(c["baseline"].get("ci95_ns")), *_csv_ci(c["candidate"].get("ci95_ns"))])
+                        *_csv_ci(c["baseline"].get("ci95_ns")), *_csv_ci(c["candidate"].get("ci95_ns")),
+                        " | ".join(row_notices(report, f"{c['scenario']} {_params(c['params'])}"))])
     else:
         w.writerow(["scenario", "variant", "params", "pps", "ns_per_packet", "delta_prev_ns", "delta_base_ns", "n",
-                    "pps_ci95_lo", "pps_ci95_hi", "ns_ci95_lo", "ns_ci95_hi"])
+                    "pps_ci95_lo", "pps_ci95_hi", "ns_ci95_lo", "ns_ci95_hi", "notices"])
         for t in report["sweeps"]:
             for r in t["rows"]:
                 w.writerow([t["scenario"], t["variant"], json.dumps(r["params"], sort_keys=True),
                             f"{r['pps']:.2f}", f"{r['ns_per_packet']:.2f}", _csv2(r["delta_prev_ns"]),
-                            _csv2(r["delta_base_ns"]), r["n"], *_csv_ci(pps_interval(r)), *_csv_ci(ns_interval(r))])
+                            _csv2(r["delta_base_ns"]), r["n"], *_csv_ci(pps_interval(r)), *_csv_ci(ns_interval(r)),
+                            " | ".join(row_notices(report, f"{t['scenario']}/{t['variant']} {_params(r['params'])}"))])
     return buf.getvalue()
 
 

@@ -27,12 +27,18 @@ def _ns(rec: dict) -> tuple[float, str]:
     return s["mean"], f"{(s['ci95'][1] - s['ci95'][0]) / 2:.2f}"
 
 
+def worst_loss(rec: dict) -> float | None:
+    """Largest loss of the repetitions, signed (a share of the packets sent): a negative one is a
+    surplus (packets not ours); None when the repetitions do not say."""
+    losses = [r.get("loss") for r in rec.get("reps") or [] if isinstance(r, dict)
+              and isinstance(r.get("loss"), (int, float)) and not isinstance(r.get("loss"), bool)]
+    return max(losses, key=abs) if losses else None
+
+
 def _loss(rec: dict) -> str:
-    """Largest loss of the repetitions, signed: a negative one is a surplus (packets not ours)."""
-    losses = [r.get("loss") for r in rec.get("reps", []) if r.get("loss") is not None]
-    if not losses:
+    worst = worst_loss(rec)
+    if worst is None:
         return "-"
-    worst = max(losses, key=abs)
     return f"{100 * worst:.2f}%" + (" surplus" if worst < 0 else "")
 
 

@@ -64,6 +64,35 @@ def units(records: list[dict], force_units: bool = False) -> dict:
     return {"values": per[0], "level": "repetition", "units": 1, "caveat": CAVEAT_ONE_RUN}
 
 
+def _cost(d: Any) -> float | None:
+    cost = d.get("dut_cost") if isinstance(d, dict) else None
+    v = cost.get("ns_per_packet") if isinstance(cost, dict) else None
+    return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) else None
+
+
+def cost_units(records: list[dict], force_units: bool = False) -> list[float] | None:
+    """The DUT's cost per packet (CPU accounting, ``dut_cost``) at the same replication unit as the
+    rate: one value per record (its ``summary.dut_cost``) when there are several units, else the
+    repetitions' ``reps[].dut_cost`` (the record's summary value when the repetitions do not say).
+    None when any record has no cost: a cost is never guessed."""
+    if len(records) > 1 or force_units:
+        values = [_cost(r.get("summary")) for r in records]
+        return None if any(v is None for v in values) else values
+    rec = records[0]
+    reps = [_cost(r) for r in rec.get("reps") or []]
+    reps = [v for v in reps if v is not None]
+    if len(reps) >= 1:
+        return reps
+    one = _cost(rec.get("summary"))
+    return None if one is None else [one]
+
+
+def bound_of(records: list[dict]) -> str | None:
+    """The bottleneck label of a row or side: its records' ``bound`` when they agree, else "mixed"."""
+    labels = {r.get("bound") for r in records if r.get("bound")}
+    return None if not labels else labels.pop() if len(labels) == 1 else "mixed"
+
+
 def side_stats(record: dict | list[dict], force_units: bool = False) -> dict:
     """Statistics of one side (or one report row), all from one computation at its replication unit:
     ns_per_packet = mean of per-unit ns/packet, stdev_ns and ci95_ns (Student t over the units), n =
@@ -86,6 +115,14 @@ def side_stats(record: dict | list[dict], force_units: bool = False) -> dict:
         out["caveat"] = u["caveat"]
     if ns_sum["n"] == 1:
         out["note"] = "n=1, no interval"
+    out["bound"] = bound_of(recs)
+    cost = cost_units(recs, force_units)
+    out["_cost_values"] = cost
+    if cost:
+        cs = summarize(cost)
+        out.update(cost_ns=cs["mean"], cost_ci95_ns=cs["ci95"], cost_n=cs["n"])
+    else:
+        out.update(cost_ns=None, cost_ci95_ns=None, cost_n=0)
     return out
 
 
@@ -102,6 +139,8 @@ def compare_records(base: dict | list[dict], cand: dict | list[dict]) -> dict:
     force = nb > 1 or nc > 1
     b, c = side_stats(base, force), side_stats(cand, force)
     w = welch(b.pop("_values"), c.pop("_values"))
+    cb, cc = b.pop("_cost_values"), c.pop("_cost_values")
+    wc = welch(cb, cc) if cb and cc else None
     delta = w["delta"]  # == c["ns_per_packet"] - b["ns_per_packet"]: one estimator
     first = cand[0] if isinstance(cand, list) else cand
     first_base = base[0] if isinstance(base, list) else base
@@ -132,6 +171,13 @@ def compare_records(base: dict | list[dict], cand: dict | list[dict]) -> dict:
         out["note"] = w["note"]
     if not force:
         out["caveat"] = CAVEAT_ONE_RUN
+    # Rate says how many packets got through; where a side is not DUT-bound it measures the generator or
+    # a shared core, so the cost-based delta (CPU accounting) is the headline and the rate's is marked.
+    out["rate_not_dut_bound"] = any(side["bound"] not in (None, "dut-bound") for side in (b, c))
+    out["cost_delta_ns"] = wc["delta"] if wc else None
+    out["cost_ci95_ns"] = wc["ci"] if wc else None
+    out["cost_significant"] = bool(wc["significant"]) if wc else None
+    out["headline"] = "cost" if wc and out["rate_not_dut_bound"] else "rate"
     out["significant_raw"] = out["significant"]
     out["call"] = call_text(out)
     out["verdict"] = verdict(out)
@@ -148,10 +194,18 @@ def verdict(cmp: dict) -> str:
     head = f"{d:+.2f} ns/packet ({word}), {cmp['percent']:+.2f}% pps"
     nb, nc = cmp["baseline"]["n"], cmp["candidate"]["n"]
     if cmp["ci95_ns"] is None:
-        return f"{head}; n={nb} vs n={nc}: {cmp.get('note') or 'no interval'}"
-    lo, hi = cmp["ci95_ns"]
-    return (f"{head}; 95% CI [{lo:+.2f}, {hi:+.2f}] ns, {call_text(cmp)} "
-            f"(n={nb} vs n={nc} {cmp['unit_level']} units)")
+        rate = f"{head}; n={nb} vs n={nc}: {cmp.get('note') or 'no interval'}"
+    else:
+        lo, hi = cmp["ci95_ns"]
+        rate = (f"{head}; 95% CI [{lo:+.2f}, {hi:+.2f}] ns, {call_text(cmp)} "
+                f"(n={nb} vs n={nc} {cmp['unit_level']} units)")
+    if cmp.get("cost_delta_ns") is None:
+        return rate
+    cd, cci = cmp["cost_delta_ns"], cmp.get("cost_ci95_ns")
+    cost = f"DUT cost {cd:+.2f} ns/packet" + (f" [{cci[0]:+.2f}, {cci[1]:+.2f}]" if cci else " (no interval)")
+    if cmp.get("headline") == "cost":
+        return f"{cost}; rate-based, not DUT-bound: {rate}"
+    return f"{rate}; {cost}"
 
 
 def kernel_of(rec: dict) -> str | None:
@@ -401,6 +455,8 @@ def sweep_tables(records: list[dict]) -> list[dict]:
             row = {"params": unit_recs[0]["params"], "pps": side["mean"], "ns_per_packet": side["ns_per_packet"],
                    "n": side["n"], "ci95": side["ci95"], "ci95_ns": side["ci95_ns"],
                    "unit_level": side["unit_level"], "repetitions": side["repetitions"],
+                   "bound": side["bound"], "cost_ns": side["cost_ns"], "cost_ci95_ns": side["cost_ci95_ns"],
+                   "cost_n": side["cost_n"],
                    "record": unit_recs[0].get("_path") if len(unit_recs) == 1 else [r.get("_path") for r in unit_recs],
                    "delta_prev_ns": None, "delta_base_ns": None}
             if i:

@@ -25,8 +25,12 @@ from ansible_collections.xdplab.testbed.plugins.module_utils.results._render_png
 )
 from ansible_collections.xdplab.testbed.plugins.module_utils.results._report import (
     FOOTER,
+    RATE_MARK,
+    RATE_MARK_TEXT,
     _noise_lines,
     _params,
+    cost_delta_text,
+    cost_text,
     env_lines,
     notices,
 )
@@ -66,21 +70,31 @@ def _summary_table(report: dict) -> list[str]:
         head = ["scenario", "params", "base pps", "base ns/pkt", "base 95% CI ns", "n", "cand pps", "cand ns/pkt",
                 "cand 95% CI ns", "n", "delta ns/pkt", "delta 95% CI ns",
                 "Holm" if (report.get("multiple") or {}).get("decision") == "holm" else "call", "raw"]
+        cmps = report["comparisons"]
+        with_bound = any(c["baseline"].get("bound") or c["candidate"].get("bound") for c in cmps)
+        with_cost = any(c.get("cost_delta_ns") is not None for c in cmps)
+        head += (["bound A/B"] if with_bound else []) + (["DUT cost delta [95% CI]"] if with_cost else [])
         body = []
         for c in report["comparisons"]:
             b, k = c["baseline"], c["candidate"]
             sig = "-" if c["ci95_ns"] is None else ("sig." if c["significant"] else "n.s.")
             raw = "-" if c["ci95_ns"] is None else ("sig." if c.get("significant_raw", c["significant"]) else "n.s.")
+            mark = RATE_MARK if c.get("rate_not_dut_bound") else ""
             cls = c["direction"] if c["ci95_ns"] is not None and c["significant"] else "same"
             cells = [(c["scenario"], ""), (_params(c["params"]), ""), (f"{b['mean']:.0f}", "num"),
                      (_num(b["ns_per_packet"]), "num"), (_ci(b.get("ci95_ns")), "num"), (b["n"], "num"),
                      (f"{k['mean']:.0f}", "num"), (_num(k["ns_per_packet"]), "num"), (_ci(k.get("ci95_ns")), "num"),
-                     (k["n"], "num"), (f"{c['delta_ns_per_packet']:+.2f} ({c['direction']})", "num delta"),
+                     (k["n"], "num"), (f"{c['delta_ns_per_packet']:+.2f}{mark} ({c['direction']})", "num delta"),
                      (_ci(c["ci95_ns"], "{:+.2f}"), "num"), (sig, ""), (raw, "")]
+            cells += [(f"{b.get('bound') or '-'}/{k.get('bound') or '-'}", "")] if with_bound else []
+            cells += [(cost_delta_text(c), "num")] if with_cost else []
             body.append((cls, cells))
     else:
+        rows = [r for t in report.get("sweeps") or [] for r in t["rows"]]
+        with_cost = any(r.get("cost_ns") is not None for r in rows)
+        with_bound = any(r.get("bound") for r in rows)
         head = ["scenario", "variant", "params", "Mpps", "Mpps 95% CI", "ns/packet", "ns 95% CI", "d prev ns",
-                "d first ns", "n"]
+                "d first ns", "n"] + (["DUT cost ns [95% CI]"] if with_cost else []) + (["bound"] if with_bound else [])
         body = []
         for t in report.get("sweeps") or []:
             for r in t["rows"]:
@@ -90,6 +104,8 @@ def _summary_table(report: dict) -> list[str]:
                          (_num(r["ns_per_packet"]), "num"), (_ci(ns_interval(r)), "num"),
                          (_num(r["delta_prev_ns"], "{:+.2f}"), "num"), (_num(r["delta_base_ns"], "{:+.2f}"), "num"),
                          (r["n"], "num")]
+                cells += [(cost_text(r), "num")] if with_cost else []
+                cells += [(r.get("bound") or "-", "")] if with_bound else []
                 body.append(("", cells))
     out = ['<table id="summary">', "<thead><tr>" + "".join(f"<th>{_e(h)}</th>" for h in head) + "</tr></thead>",
            "<tbody>"]
@@ -123,6 +139,8 @@ def render_html(report: dict) -> str:
         out += ['<h2>Warnings</h2><div class="warn" id="warnings"><ul>'] + [
             f"<li><b>{_e(kind.upper())}</b>: {_e(text)}</li>" for kind, text in found] + ["</ul></div>"]
     out += ["<h2>Summary</h2>"] + _summary_table(report)
+    if any(c.get("rate_not_dut_bound") for c in report.get("comparisons") or []):
+        out.append(f"<p>{_e(RATE_MARK_TEXT)}</p>")
     if report.get("unmatched"):
         out.append('<p>Unmatched (not compared: no record of the other side measured the same thing):</p>'
                    '<ul id="unmatched">' + "".join(f"<li>{_e(unmatched_text(u))}</li>" for u in report["unmatched"])

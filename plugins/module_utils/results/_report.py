@@ -85,7 +85,8 @@ def build(results: list[str], *, baseline_variant: str | None = None,
         report["sweeps"] = sweep_tables(sets[0])
         if len({replicate_of(r) for r in sets[0]}) == 1:
             report["caveat"] = CAVEAT_ONE_RUN
-        keys = ("params", "pps", "ns_per_packet", "ci95_ns", "delta_prev_ns", "delta_base_ns", "n", "unit_level")
+        keys = ("params", "pps", "ns_per_packet", "ci95_ns", "delta_prev_ns", "delta_base_ns", "n", "unit_level",
+                "bound", "cost_ns", "cost_ci95_ns", "cost_n")
         report["rows"] = [{k: row[k] for k in keys} | {"scenario": t["scenario"], "variant": t["variant"]}
                           for t in report["sweeps"] for row in t["rows"]]
     return report
@@ -107,7 +108,10 @@ def _row_from_cmp(c: dict) -> dict:
             "baseline_ns_per_packet": c["baseline"]["ns_per_packet"], "baseline_n": c["baseline"]["n"],
             "ci95_ns": c["ci95_ns"], "significant": c["significant"], "p_value": c["p_value"],
             "significant_raw": c.get("significant_raw", c["significant"]), "decision": c.get("decision", "raw"),
-            "p_holm": c.get("p_holm"), "significant_holm": c.get("significant_holm"), "unit_level": c["unit_level"]}
+            "p_holm": c.get("p_holm"), "significant_holm": c.get("significant_holm"), "unit_level": c["unit_level"],
+            "bound": c["candidate"].get("bound"), "baseline_bound": c["baseline"].get("bound"),
+            "rate_not_dut_bound": c.get("rate_not_dut_bound"), "cost_delta_ns": c.get("cost_delta_ns"),
+            "cost_ci95_ns": c.get("cost_ci95_ns"), "headline": c.get("headline")}
 
 
 # ----------------------------------------------------------------- helpers
@@ -367,6 +371,17 @@ def _table(headers: list[str], rows: list[list[str]], markdown: bool) -> list[st
     return [fmt.format(*headers), fmt.format(*("-" * w for w in widths))] + [fmt.format(*r) for r in rows]
 
 
+def _cost_head(rows: list[dict]) -> list[str]:
+    return (["DUT cost ns [95% CI]"] if any(r.get("cost_ns") is not None for r in rows) else []) + (
+        ["bound"] if any(r.get("bound") for r in rows) else [])
+
+
+def _cost_cells(row: dict, rows: list[dict]) -> list[str]:
+    """The cost and bound cells of a row, when any row of its table has them."""
+    out = [cost_text(row)] if any(r.get("cost_ns") is not None for r in rows) else []
+    return out + ([row.get("bound") or "-"] if any(r.get("bound") for r in rows) else [])
+
+
 def _yes(v: bool) -> str:
     return "sig." if v else "n.s."
 
@@ -377,6 +392,7 @@ def ab_table(report: dict) -> tuple[list[str], list[list[str]]]:
     tested) and the raw per-row call beside it."""
     cmps = report["comparisons"]
     holm_used = (report.get("multiple") or {}).get("decision") == "holm"
+    with_cost = any(c.get("cost_delta_ns") is not None for c in cmps)
     rows = []
     for c in cmps:
         b, k = c["baseline"], c["candidate"]
@@ -385,12 +401,36 @@ def ab_table(report: dict) -> tuple[list[str], list[list[str]]]:
         else:
             ci = f"[{c['ci95_ns'][0]:+.2f}, {c['ci95_ns'][1]:+.2f}]"
             call, raw = _yes(c["significant"]), _yes(c.get("significant_raw", c["significant"]))
+        mark = RATE_MARK if c.get("rate_not_dut_bound") else ""
         rows.append([f"{c['scenario']} {_params(c['params'])}", f"{_f2(b['ns_per_packet'])} ({b['n']})",
-                     f"{_f2(k['ns_per_packet'])} ({k['n']})", f"{_d2(c['delta_ns_per_packet'])} {c['direction']}",
-                     ci, call, raw])
+                     f"{_f2(k['ns_per_packet'])} ({k['n']})",
+                     f"{_d2(c['delta_ns_per_packet'])}{mark} {c['direction']}", ci, call, raw])
+        if with_cost:
+            rows[-1].append(cost_delta_text(c))
     head = ["scenario/params", "A ns/pkt (n)", "B ns/pkt (n)", "delta ns/pkt", "95% CI ns",
-            "Holm" if holm_used else "call", "raw"]
+            "Holm" if holm_used else "call", "raw"] + (["DUT cost delta [95% CI]"] if with_cost else [])
     return head, rows
+
+
+RATE_MARK = "*"
+RATE_MARK_TEXT = ("* rate-based delta of a row that is not DUT-bound (generator-bound or shared-core): it measures "
+                  "the generator or a shared CPU, not the DUT; where the DUT's cost per packet is recorded, the "
+                  "cost delta is the headline.")
+
+
+def cost_delta_text(c: dict) -> str:
+    if c.get("cost_delta_ns") is None:
+        return "-"
+    ci = c.get("cost_ci95_ns")
+    return f"{c['cost_delta_ns']:+.2f}" + (f" [{ci[0]:+.2f}, {ci[1]:+.2f}]" if ci else " (no interval)")
+
+
+def cost_text(row: dict) -> str:
+    """A row's DUT cost per packet with its interval, or "-" when the records carry none."""
+    if row.get("cost_ns") is None:
+        return "-"
+    ci = row.get("cost_ci95_ns")
+    return f"{row['cost_ns']:.2f}" + (f" [{ci[0]:.2f}, {ci[1]:.2f}]" if ci else "")
 
 
 def multiple_text(mc: dict) -> str:
@@ -422,6 +462,8 @@ def render_text(report: dict, markdown: bool = False) -> str:
     if "comparisons" in report:
         out += [h("A/B comparison (candidate minus baseline)"), "", f"Method: {METHOD_TEXT}.", ""]
         out += _table(*ab_table(report), markdown)
+        if any(c.get("rate_not_dut_bound") for c in report["comparisons"]):
+            out += _wrap(RATE_MARK_TEXT, markdown)
         out.append("")
         mc = report.get("multiple")
         if mc:
@@ -453,9 +495,10 @@ def render_text(report: dict, markdown: bool = False) -> str:
                 out += [f"Common params: {_params(common)}", ""]
             rows = [[t["scenario"], t["variant"], f"{t['rows'][0]['pps']:.0f}", _f2(t["rows"][0]["ns_per_packet"]),
                      ci_text(t["rows"][0]["ci95_ns"]), _d2(t["rows"][0]["ns_per_packet"] - first),
-                     _n(t["rows"][0]["n"])] for t in singles]
-            out += _table(["scenario", "variant", "pps", "ns/packet", "95% CI ns", "d first ns", "n"], rows,
-                          markdown)
+                     _n(t["rows"][0]["n"])] + _cost_cells(t["rows"][0], [t["rows"][0] for t in singles])
+                    for t in singles]
+            out += _table(["scenario", "variant", "pps", "ns/packet", "95% CI ns", "d first ns", "n"]
+                          + _cost_head([t["rows"][0] for t in singles]), rows, markdown)
             out.append("")
         for t in report["sweeps"]:
             if len(singles) >= 2 and t in singles:
@@ -470,10 +513,10 @@ def render_text(report: dict, markdown: bool = False) -> str:
             out += [f"Common params: {_params(_common_params([r['params'] for r in t['rows']]))}", ""]
             rows = [[_params({k: v for k, v in r["params"].items() if k in shown}) if shown else "(common)",
                      f"{r['pps']:.0f}", _f2(r["ns_per_packet"]), ci_text(r["ci95_ns"]), _d2(r["delta_prev_ns"]),
-                     _d2(r["delta_base_ns"]), _n(r["n"])]
+                     _d2(r["delta_base_ns"]), _n(r["n"])] + _cost_cells(r, t["rows"])
                     for r in t["rows"]]
-            out += _table(["params", "pps", "ns/packet", "95% CI ns", "d prev ns", "d first ns", "n"], rows,
-                          markdown)
+            out += _table(["params", "pps", "ns/packet", "95% CI ns", "d prev ns", "d first ns", "n"]
+                          + _cost_head(t["rows"]), rows, markdown)
             out.append("")
     out += [h("Noise"), ""] + _noise_lines(report["noise"]) + [""]
     out += _wrap(FOOTER, markdown)
@@ -489,7 +532,8 @@ def render_csv(report: dict) -> str:
                     "ci95_ns_lo", "ci95_ns_hi", "significant", "significant_raw", "p_value", "p_holm",
                     "decision", "percent", "method",
                     "baseline_ns_ci95_lo", "baseline_ns_ci95_hi", "candidate_ns_ci95_lo", "candidate_ns_ci95_hi",
-                    "notices"])
+                    "baseline_bound", "candidate_bound", "rate_not_dut_bound", "cost_delta_ns", "cost_ci95_ns_lo",
+                    "cost_ci95_ns_hi", "headline", "notices"])
         for c in report["comparisons"]:
             ci = c["ci95_ns"] or [None, None]
             w.writerow([c["scenario"], json.dumps(c["params"], sort_keys=True), f"{c['baseline']['mean']:.2f}",
@@ -501,15 +545,21 @@ def render_csv(report: dict) -> str:
                         _csvg(c.get("p_value")), _csvg(c.get("p_holm")), c.get("decision", "raw"),
                         f"{c['percent']:.2f}", c["method"],
                         *_csv_ci(c["baseline"].get("ci95_ns")), *_csv_ci(c["candidate"].get("ci95_ns")),
+                        c["baseline"].get("bound") or "", c["candidate"].get("bound") or "",
+                        str(bool(c.get("rate_not_dut_bound"))).lower(), _csv2(c.get("cost_delta_ns")),
+                        *_csv_ci(c.get("cost_ci95_ns")), c.get("headline", "rate"),
                         " | ".join(row_notices(report, f"{c['scenario']} {_params(c['params'])}"))])
     else:
         w.writerow(["scenario", "variant", "params", "pps", "ns_per_packet", "delta_prev_ns", "delta_base_ns", "n",
-                    "pps_ci95_lo", "pps_ci95_hi", "ns_ci95_lo", "ns_ci95_hi", "notices"])
+                    "pps_ci95_lo", "pps_ci95_hi", "ns_ci95_lo", "ns_ci95_hi", "bound", "cost_ns", "cost_ci95_ns_lo",
+                    "cost_ci95_ns_hi", "cost_n", "notices"])
         for t in report["sweeps"]:
             for r in t["rows"]:
                 w.writerow([t["scenario"], t["variant"], json.dumps(r["params"], sort_keys=True),
                             f"{r['pps']:.2f}", f"{r['ns_per_packet']:.2f}", _csv2(r["delta_prev_ns"]),
                             _csv2(r["delta_base_ns"]), r["n"], *_csv_ci(pps_interval(r)), *_csv_ci(ns_interval(r)),
+                            r.get("bound") or "", _csv2(r.get("cost_ns")), *_csv_ci(r.get("cost_ci95_ns")),
+                            r.get("cost_n") or "",
                             " | ".join(row_notices(report, f"{t['scenario']}/{t['variant']} {_params(r['params'])}"))])
     return buf.getvalue()
 

@@ -19,8 +19,8 @@ from ansible_collections.xdplab.testbed.plugins.module_utils.results._report imp
     _d2,
     _f2,
     _params,
-    _table,
 )
+from ansible_collections.xdplab.testbed.plugins.module_utils.results._report import _one_table as _table
 
 
 def row_labels(rows: list[dict]) -> tuple[list[str], dict[str, dict]]:

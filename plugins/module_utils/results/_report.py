@@ -162,8 +162,34 @@ def _common_params(params: list[dict]) -> dict:
     return {k: v for k, v in params[0].items() if all(p.get(k, object()) == v for p in params[1:])}
 
 
-def env_lines(env: dict) -> list[str]:
-    """Environment block of a cover letter: CPU and clock, kernel and patches, NIC, tuning."""
+WIDTH = 100  # columns of the cover-letter text and the Markdown
+
+
+def shorten(text: str, width: int) -> str:
+    """text cut to width columns with a note of how long it was (the records keep it whole)."""
+    if len(text) <= width:
+        return text
+    tail = f" ... ({len(text)} chars, whole in the records)"
+    return text[:max(0, width - len(tail))] + tail
+
+
+def env_lines(env: dict, width: int | None = None) -> list[str]:
+    """Environment block of a cover letter: CPU and clock, kernel and patches, NIC, tuning. With
+    ``width``, every line fits it: a long kernel command line is shortened (the records and the JSON
+    keep it whole), other lines are wrapped."""
+    lines = _env_lines(env)
+    if width is None:
+        return lines
+    out = []
+    for line in lines:
+        if line.startswith("Cmdline: "):
+            out.append("Cmdline: " + shorten(line[len("Cmdline: "):], width - len("Cmdline: ")))
+        else:
+            out += textwrap.wrap(line, width, subsequent_indent=" " * 9, break_on_hyphens=False)
+    return out
+
+
+def _env_lines(env: dict) -> list[str]:
     if not env:
         return ["(no environment fingerprint in the records)"]
     lines = []
@@ -282,7 +308,7 @@ def _items(report: dict) -> list[dict]:
     """The report's rows as {name, params, n, records} for the notices."""
     if "comparisons" in report:
         return [{"name": f"{c['scenario']} {_params(c['params'])}", "params": c["params"],
-                 "n": min(c["baseline"]["n"], c["candidate"]["n"]),
+                 "n": min(c["baseline"]["n"], c["candidate"]["n"]), "note": c.get("note"),
                  "records": _paths(c["baseline"].get("record")) + _paths(c["candidate"].get("record"))}
                 for c in report["comparisons"]]
     return [{"name": f"{t['scenario']}/{t['variant']} {_params(r['params'])}", "params": r["params"], "n": r["n"],
@@ -307,6 +333,10 @@ def notices(report: dict) -> list[tuple[str, str]]:
     if n1:
         out.append(("warning", f"n=1, no interval: {', '.join(n1)}. One repetition cannot show its own noise; "
                     "repeat (3 or more) before comparing."))
+    flat = [i["name"] for i in items if i["n"] >= 2 and i.get("note")]
+    if flat:
+        out.append(("warning", f"No spread on either side (every value equal to 1e-9), no interval: {', '.join(flat)}. "
+                    "The noise is unknown, not zero (a rate cap, integer rates); never called significant."))
     short = sorted({d for i in items if (d := _duration(i["params"])) is not None and d < SHORT_BURST_S})
     if short:
         out.append(("warning", f"Short bursts: {', '.join(f'{d:g} s' for d in short)} per repetition (under "
@@ -361,7 +391,7 @@ def _rel(report: dict, path: str) -> str:
 
 # ----------------------------------------------------------------- renderers
 
-def _table(headers: list[str], rows: list[list[str]], markdown: bool) -> list[str]:
+def _one_table(headers: list[str], rows: list[list[str]], markdown: bool) -> list[str]:
     if markdown:
         rule = "|" + "|".join("---:" if i else "---" for i in range(len(headers))) + "|"
         out = ["| " + " | ".join(headers) + " |", rule]
@@ -369,6 +399,27 @@ def _table(headers: list[str], rows: list[list[str]], markdown: bool) -> list[st
     widths = [max(len(h), *(len(r[i]) for r in rows)) if rows else len(h) for i, h in enumerate(headers)]
     fmt = "  ".join(f"{{:<{w}}}" if i == 0 else f"{{:>{w}}}" for i, w in enumerate(widths))
     return [fmt.format(*headers), fmt.format(*("-" * w for w in widths))] + [fmt.format(*r) for r in rows]
+
+
+def _table(headers: list[str], rows: list[list[str]], markdown: bool) -> list[str]:
+    """A table in WIDTH columns: when its columns do not fit, they are split over several tables, each
+    led by the first column (the row's name), so no cell is cut and no line is wider than WIDTH."""
+    sep = 3 if markdown else 2
+    widths = [max(len(h), *(len(r[i]) for r in rows)) if rows else len(h) for i, h in enumerate(headers)]
+    chunks: list[list[int]] = [[]]
+    used = widths[0] + (4 if markdown else 0)
+    for i in range(1, len(headers)):
+        if chunks[-1] and used + sep + widths[i] > WIDTH:
+            chunks.append([])
+            used = widths[0] + (4 if markdown else 0)
+        chunks[-1].append(i)
+        used += sep + widths[i]
+    out: list[str] = []
+    for k, cols in enumerate(chunks):
+        idx = [0] + cols
+        out += ([""] if k else []) + _one_table([headers[i] for i in idx], [[r[i] for i in idx] for r in rows],
+                                                markdown)
+    return out
 
 
 def _cost_head(rows: list[dict]) -> list[str]:
@@ -393,16 +444,18 @@ def ab_table(report: dict) -> tuple[list[str], list[list[str]]]:
     cmps = report["comparisons"]
     holm_used = (report.get("multiple") or {}).get("decision") == "holm"
     with_cost = any(c.get("cost_delta_ns") is not None for c in cmps)
+    common = _common_params([c["params"] for c in cmps])
     rows = []
     for c in cmps:
         b, k = c["baseline"], c["candidate"]
-        if c["ci95_ns"] is None:
-            ci, call, raw = c.get("note") or "no interval", "-", "-"
+        if c["ci95_ns"] is None:  # why: in the notices
+            ci, call, raw = "no interval", "-", "-"
         else:
             ci = f"[{c['ci95_ns'][0]:+.2f}, {c['ci95_ns'][1]:+.2f}]"
             call, raw = _yes(c["significant"]), _yes(c.get("significant_raw", c["significant"]))
         mark = RATE_MARK if c.get("rate_not_dut_bound") else ""
-        rows.append([f"{c['scenario']} {_params(c['params'])}", f"{_f2(b['ns_per_packet'])} ({b['n']})",
+        own = {k: v for k, v in c["params"].items() if k not in common} if len(cmps) > 1 else c["params"]
+        rows.append([f"{c['scenario']} {_params(own)}".strip(), f"{_f2(b['ns_per_packet'])} ({b['n']})",
                      f"{_f2(k['ns_per_packet'])} ({k['n']})",
                      f"{_d2(c['delta_ns_per_packet'])}{mark} {c['direction']}", ci, call, raw])
         if with_cost:
@@ -443,24 +496,27 @@ def multiple_text(mc: dict) -> str:
     return text
 
 
-def _wrap(text: str, markdown: bool) -> list[str]:
-    return [text] if markdown else textwrap.wrap(text, 100, break_on_hyphens=False)
+def _wrap(text: str, markdown: bool, indent: str = "") -> list[str]:
+    """A paragraph in WIDTH columns (Markdown joins the lines back into one paragraph)."""
+    return textwrap.wrap(text, WIDTH, subsequent_indent=indent, break_on_hyphens=False)
 
 
 def render_text(report: dict, markdown: bool = False) -> str:
     h = (lambda s: f"## {s}") if markdown else (lambda s: f"{s}\n{'=' * len(s)}")
     out = [h("Environment"), ""]
-    env = env_lines(report["environment"])
+    env = env_lines(report["environment"], WIDTH)
     out += (["```"] + env + ["```"]) if markdown else env
     out.append("")
     found = notices(report)
     for kind, text in found:
-        line = f"{kind.upper()}: {text}"
-        out += [line] if markdown else textwrap.wrap(line, 100, subsequent_indent="  ", break_on_hyphens=False)
+        out += _wrap(("- " if markdown else "") + f"{kind.upper()}: {text}", markdown, indent="  ")
     if found:
         out.append("")
     if "comparisons" in report:
-        out += [h("A/B comparison (candidate minus baseline)"), "", f"Method: {METHOD_TEXT}.", ""]
+        out += [h("A/B comparison (candidate minus baseline)"), ""] + _wrap(f"Method: {METHOD_TEXT}.", markdown) + [""]
+        common = _common_params([c["params"] for c in report["comparisons"]])
+        if common and len(report["comparisons"]) > 1:
+            out += _wrap(f"Common params: {_params(common)}", markdown) + [""]
         out += _table(*ab_table(report), markdown)
         if any(c.get("rate_not_dut_bound") for c in report["comparisons"]):
             out += _wrap(RATE_MARK_TEXT, markdown)
@@ -473,14 +529,15 @@ def render_text(report: dict, markdown: bool = False) -> str:
             out.append("")
         if report.get("unmatched"):
             out.append("Unmatched (not compared: no record of the other side measured the same thing):")
-            out += [f"- {unmatched_text(u)}" for u in report["unmatched"]]
+            out += [w for u in report["unmatched"] for w in _wrap(f"- {unmatched_text(u)}", markdown, "  ")]
             out.append("")
         out += [h("What changed besides the variant (environment diff)"), ""]
         diff = report.get("environment_diff") or []
         if not diff:
             out.append("No difference in the environment fingerprints.")
         else:
-            rows = [[d["key"], json.dumps(d["baseline"]), json.dumps(d["candidate"])] for d in diff]
+            rows = [[d["key"], shorten(json.dumps(d["baseline"]), 38), shorten(json.dumps(d["candidate"]), 38)]
+                    for d in diff]
             out += _table(["key", "baseline", "candidate"], rows, markdown)
         out.append("")
     else:
@@ -492,7 +549,7 @@ def render_text(report: dict, markdown: bool = False) -> str:
             out += [h(f"Scenarios (d first = ns/packet minus {singles[0]['scenario']})"), ""]
             common = _common_params([t["rows"][0]["params"] for t in singles])
             if common:
-                out += [f"Common params: {_params(common)}", ""]
+                out += _wrap(f"Common params: {_params(common)}", markdown) + [""]
             rows = [[t["scenario"], t["variant"], f"{t['rows'][0]['pps']:.0f}", _f2(t["rows"][0]["ns_per_packet"]),
                      ci_text(t["rows"][0]["ci95_ns"]), _d2(t["rows"][0]["ns_per_packet"] - first),
                      _n(t["rows"][0]["n"])] + _cost_cells(t["rows"][0], [t["rows"][0] for t in singles])
@@ -510,7 +567,7 @@ def render_text(report: dict, markdown: bool = False) -> str:
                 title += f": records differ in {', '.join(t['varying'])}"
             out += [h(title), ""]
             shown = t["varying"]  # only what differs between the rows; the rest is said once
-            out += [f"Common params: {_params(_common_params([r['params'] for r in t['rows']]))}", ""]
+            out += _wrap(f"Common params: {_params(_common_params([r['params'] for r in t['rows']]))}", markdown) + [""]
             rows = [[_params({k: v for k, v in r["params"].items() if k in shown}) if shown else "(common)",
                      f"{r['pps']:.0f}", _f2(r["ns_per_packet"]), ci_text(r["ci95_ns"]), _d2(r["delta_prev_ns"]),
                      _d2(r["delta_base_ns"]), _n(r["n"])] + _cost_cells(r, t["rows"])
@@ -518,7 +575,7 @@ def render_text(report: dict, markdown: bool = False) -> str:
             out += _table(["params", "pps", "ns/packet", "95% CI ns", "d prev ns", "d first ns", "n"]
                           + _cost_head(t["rows"]), rows, markdown)
             out.append("")
-    out += [h("Noise"), ""] + _noise_lines(report["noise"]) + [""]
+    out += [h("Noise"), ""] + [w for line in _noise_lines(report["noise"]) for w in _wrap(line, markdown)] + [""]
     out += _wrap(FOOTER, markdown)
     return "\n".join(out) + "\n"
 

@@ -38,11 +38,12 @@ from ansible_collections.xdplab.testbed.plugins.module_utils.results._report imp
 CSS = """
 body{font-family:system-ui,-apple-system,"Segoe UI",sans-serif;margin:2em auto;max-width:1150px;color:#222}
 h1{font-size:1.5em}h2{font-size:1.2em;border-bottom:1px solid #ccc;padding-bottom:.2em;margin-top:1.6em}
-table{border-collapse:collapse;font-size:.9em}th,td{border:1px solid #ccc;padding:.3em .6em}
-th{background:#eef2f7}td.num{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}
+table{border-collapse:collapse;font-size:.85em;max-width:100%}
+th,td{border:1px solid #ccc;padding:.25em .45em;overflow-wrap:anywhere}
+th{background:#eef2f7}td.num{text-align:right;font-variant-numeric:tabular-nums}
 tr.faster td.delta{color:#2a9d4b;font-weight:bold}tr.slower td.delta{color:#c0392b;font-weight:bold}
 .warn{background:#fff4d6;border-left:4px solid #e0a800;padding:.5em 1em}
-pre{background:#f6f8fa;padding:.8em;overflow-x:auto}img{max-width:100%}
+pre{background:#f6f8fa;padding:.8em;white-space:pre-wrap;overflow-wrap:anywhere}img{max-width:100%}
 """
 
 

@@ -300,13 +300,14 @@ def differing(mine: dict, theirs: dict) -> list[dict]:
             for k in keys if params_key({"v": mine.get(k, _ABSENT)}) != params_key({"v": theirs.get(k, _ABSENT)})]
 
 
-def _closest(rec: dict, selected_by: str, others: list[tuple[dict, str]]) -> tuple[dict | None, list[dict]]:
-    """The other side's record nearest to rec (same scenario first, then fewest differing params)."""
+def _closest(rec: dict, selected_by: str, others: list[tuple[dict, str, bool]]) -> tuple[dict | None, list[dict]]:
+    """The other side's record nearest to rec: same scenario first, then fewest differing params,
+    then one that is itself unmatched."""
     mine = dict(measurement(rec, selected_by), scenario=rec["scenario"])
     best, best_diff = None, []
-    for other, other_by in others:
+    for other, other_by, paired in others:
         diff = differing(mine, dict(measurement(other, other_by), scenario=other["scenario"]))
-        rank = (any(d["param"] == "scenario" for d in diff), len(diff))
+        rank = (any(d["param"] == "scenario" for d in diff), len(diff), paired)
         if best is None or rank < best[0]:
             best, best_diff = (rank, other), diff
     return (best[1] if best else None), best_diff
@@ -343,7 +344,7 @@ def match(base_records: list[dict], cand_records: list[dict], *, base_variant: s
     unmatched = []
     for side, recs, other, by, other_by in (("baseline", b, c, base_by, cand_by),
                                             ("candidate", c, b, cand_by, base_by)):
-        pool = [(r[0], other_by) for r in other.values()]
+        pool = [(r[0], other_by, k in recs) for k, r in other.items()]
         for k in sorted(recs):
             if k in other:
                 continue

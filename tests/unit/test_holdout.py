@@ -102,3 +102,21 @@ def test_ten_rows_one_real_effect():
         assert fig_colours[k] == want
     assert sum(c["significant"] for c in report["comparisons"]) == 1
     assert report["multiple"]["significant_holm"] == 1
+
+
+@pytest.mark.parametrize("case", ["ten", "mismatch", "stalled"])
+def test_png_text_is_not_clipped(case):
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.text import Text
+
+    report = _report.build([str(HOLD / case / "run")]) if case == "stalled" else _ab(case)
+    fig = _render_png.figure(report)
+    canvas = FigureCanvasAgg(fig)
+    canvas.draw()
+    renderer = canvas.get_renderer()
+    # everything drawn (titles, labels, tick labels in view, annotations, the notices) lies in the picture
+    drawn = fig.get_tightbbox(renderer)
+    w, h = fig.get_size_inches()
+    assert drawn.x0 >= -0.01 and drawn.y0 >= -0.01 and drawn.x1 <= w + 0.01 and drawn.y1 <= h + 0.01, (drawn, w, h)
+    texts = [t for t in fig.findobj(Text) if t.get_visible() and t.get_text().strip()]
+    assert any(t.get_label() == "notices" for t in texts)

@@ -15,7 +15,12 @@ description:
   - Reads result records v1 (schema C(xdplab.result/v1)) and compares candidate against baseline,
     candidate minus baseline in ns/packet (ns/packet = 1e9/pps; negative is faster).
   - O(baseline) and O(candidate) are record files, or results directories (a run directory or a
-    directory of run directories) whose records are matched by scenario and params.
+    directory of run directories). Records are paired only when they measured the same thing -
+    scenario, every param (packet size, duration, sampler, ...), tool, xdpgen mode and, for a sweep's
+    records, the datapath. Two record files are no exception. What does not pair is listed in
+    C(unmatched) with the params that differ; nothing paired at all fails naming them.
+  - A side without O(baseline_variant) / O(candidate_variant) must hold one variant; records of another
+    variant in the same directory are never pooled into it as more units (it fails naming the variants).
   - One estimator throughout, the mean of per-unit ns/packet (1e9/pps of each unit); the interval is
     Welch's t on those units (95%, two-sided); a difference is significant only when that interval
     excludes zero. With n=1 on either side, or zero variance on both, there is no interval and the
@@ -25,7 +30,9 @@ description:
     between-unit variance (unit means). With one record per side the units are the repetitions of
     one back-to-back run, and the result carries a C(caveat) saying so.
   - With several comparisons, C(p_holm) and C(significant_holm) give Holm's adjustment across them,
-    and C(multiple) the count chance alone would call significant.
+    and C(multiple) the count chance alone would call significant. The call then returned as
+    C(significant) (and written in C(call) and C(verdict)) is Holm's; C(significant_raw) keeps the
+    per-row call (interval excludes zero).
   - Shows what changed in the environment fingerprints besides the variant.
   - With O(by=boot), each boot is the unit of replication (the A/B loop of C(playbooks/ab.yml), see
     docs/ab.md). Every record must name its boot (C(replicate) level C(boot)); the records of one
@@ -89,6 +96,7 @@ options:
     description: With O(by=boot), the candidate kernel's C(.config), for the config diff.
     type: path
 requirements:
+  - scipy (the Student t distribution of the interval and p-value)
   - git (only for O(series_files))
 extends_documentation_fragment:
   - xdplab.testbed.attributes
@@ -160,7 +168,8 @@ ci95_ns:
   returned: success
   type: list
 significant:
-  description: First comparison's interval excludes zero.
+  description: First comparison's call - its interval excludes zero, and with several comparisons
+    also after Holm's adjustment.
   returned: success
   type: bool
 method:
@@ -179,7 +188,9 @@ caveat:
   returned: when a side has one unit
   type: str
 unmatched:
-  description: Records without a counterpart (side, scenario, params, record).
+  description: Records without a counterpart (side, scenario, params, record, variant), with the
+    closest record of the other side (closest) and the params that differ from it
+    (differs, a list of {param, this, other}).
   returned: success
   type: list
 environment_diff:
@@ -229,7 +240,7 @@ cover_letter_markdown:
 
 import traceback
 
-from ansible.module_utils.basic import AnsibleModule
+from ansible.module_utils.basic import AnsibleModule, missing_required_lib
 from ansible_collections.xdplab.testbed.plugins.module_utils.kernel import _build_logic as _kernel
 from ansible_collections.xdplab.testbed.plugins.module_utils.kernel import _mailsplit
 from ansible_collections.xdplab.testbed.plugins.module_utils.results._ab import analyze, kernel_of
@@ -237,10 +248,11 @@ from ansible_collections.xdplab.testbed.plugins.module_utils.results._compare im
     compare_records,
     match,
     multiple_comparisons,
+    unmatched_text,
 )
 from ansible_collections.xdplab.testbed.plugins.module_utils.results._record_files import RecordError, load_results
 from ansible_collections.xdplab.testbed.plugins.module_utils.results._render_ab import render_ab
-from ansible_collections.xdplab.testbed.plugins.module_utils.results._statistics import StatsError
+from ansible_collections.xdplab.testbed.plugins.module_utils.results._statistics import HAS_SCIPY, StatsError
 
 BOOT_ONLY = ("series", "series_files", "baseline_config", "candidate_config")
 
@@ -337,6 +349,8 @@ def main() -> None:
         supports_check_mode=True,
     )
     p = module.params
+    if not HAS_SCIPY:
+        module.fail_json(msg=missing_required_lib("scipy"))
     if p["by"] == "record" and any(p[k] is not None for k in BOOT_ONLY):
         module.fail_json(msg=f"{', '.join(k for k in BOOT_ONLY if p[k] is not None)} only apply with by=boot")
     try:
@@ -357,7 +371,7 @@ def main() -> None:
     for w in sorted({w for c in comparisons for w in c["warnings"]}):
         module.warn(w)
     for u in unmatched:
-        module.warn(f"unmatched {u['side']} record {u['record']} ({u['scenario']} {u['params']})")
+        module.warn(f"unmatched: {unmatched_text(u)}: {u['record']}")
     module.exit_json(changed=False, comparisons=comparisons, unmatched=unmatched,
                      delta_ns_per_packet=first["delta_ns_per_packet"], ci95_ns=first["ci95_ns"],
                      significant=first["significant"], method=first["method"],

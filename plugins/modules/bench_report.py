@@ -27,7 +27,10 @@ description:
     environment and, for A/B, the environment diff.
   - C(csv) carries the 95% intervals (pps and ns/packet; for A/B each side's ns/packet and the delta's).
   - A comparison is written to its own directory; O(dest) inside one of the compared results
-    directories is refused, so a run's own report files are never overwritten.
+    directories is refused, so a run's own report files are never overwritten. So is any O(dest) in a
+    run directory whose records the report reads (record files given one by one, or a parent directory
+    of runs), unless O(results) names that one run directory, which asks for that run's own report.
+  - Idempotent - a re-run that renders the same bytes leaves O(dest) alone and reports C(changed=false).
   - The file is written to a temp name beside O(dest) and renamed; on any error nothing is left.
 options:
   results:
@@ -55,13 +58,15 @@ options:
     type: bool
     default: false
 requirements:
+  - scipy (the Student t distribution of intervals and p-values)
   - matplotlib (for O(format=png) and O(format=html))
 extends_documentation_fragment:
   - xdplab.testbed.attributes
 attributes:
   check_mode:
     support: full
-    details: Builds the report and returns rows, writes nothing.
+    details: Builds and renders the report in a scratch directory, returns rows and whether dest would
+      change, writes nothing beside it.
   diff_mode:
     support: none
 author:
@@ -116,14 +121,16 @@ environment_diff:
   type: list
 """
 
+import filecmp
 import os
+import tempfile
 import traceback
 
 from ansible.module_utils.basic import AnsibleModule, missing_required_lib
 from ansible_collections.xdplab.testbed.plugins.module_utils.common._atomic_files import atomic_write
 from ansible_collections.xdplab.testbed.plugins.module_utils.results import _report
 from ansible_collections.xdplab.testbed.plugins.module_utils.results._record_files import RecordError
-from ansible_collections.xdplab.testbed.plugins.module_utils.results._statistics import StatsError
+from ansible_collections.xdplab.testbed.plugins.module_utils.results._statistics import HAS_SCIPY, StatsError
 
 try:
     import matplotlib  # noqa: F401  # pylint: disable=unused-import
@@ -133,6 +140,38 @@ try:
 except ImportError:  # pragma: no cover - depends on the host
     HAS_MPL = False
     MPL_ERR = traceback.format_exc()
+
+
+class _Unchanged(Exception):
+    """The rendered report is byte-identical to dest: nothing to replace."""
+
+
+def _write_if_different(dest: str, writer) -> bool:
+    """Render to a temp file beside dest and rename it over dest, unless dest already holds the same
+    bytes (then the temp file is dropped and dest keeps its inode and mtime). Returns changed."""
+
+    def render_and_compare(tmp: str) -> None:
+        writer(tmp)
+        if os.path.isfile(dest) and filecmp.cmp(tmp, dest, shallow=False):
+            raise _Unchanged
+
+    try:
+        atomic_write(dest, render_and_compare)
+    except _Unchanged:
+        return False
+    return True
+
+
+def _foreign_run_dir(results: list[str], report: dict, dest_dir: str, comparing: bool) -> str | None:
+    """The run directory holding records of this report that dest would write into, unless the report
+    is of that one run directory named in results (the run's own report, asked for by name)."""
+    own = None
+    if not comparing and len(results) == 1 and os.path.isdir(results[0]):
+        own = os.path.realpath(results[0])
+    run_dirs = {os.path.realpath(os.path.dirname(path)) for path in report.get("record_meta") or {}}
+    if dest_dir in run_dirs and dest_dir != own:
+        return dest_dir
+    return None
 
 
 def main() -> None:
@@ -149,6 +188,8 @@ def main() -> None:
         supports_check_mode=True,
     )
     p = module.params
+    if not HAS_SCIPY:
+        module.fail_json(msg=missing_required_lib("scipy"))
     if p["format"] in ("png", "html") and not HAS_MPL:
         module.fail_json(msg=missing_required_lib("matplotlib"), exception=MPL_ERR)
     if len(p["results"]) not in (1, 2):
@@ -161,17 +202,28 @@ def main() -> None:
     if comparing and any(os.path.realpath(r) == dest_dir for r in p["results"]):
         module.fail_json(msg=f"a comparison is written to its own directory, not into the results directory "
                              f"{os.path.dirname(p['dest'])} it compares (its own report files stay as they are)")
+    changed = False
     try:
         report = _report.build(p["results"], baseline_variant=p["baseline_variant"],
                                candidate_variant=p["candidate_variant"],
                                allow_incomplete=p["allow_incomplete"])
+        owner = _foreign_run_dir(p["results"], report, dest_dir, comparing)
+        if owner:
+            module.fail_json(msg=f"dest {p['dest']} is inside the run directory {owner}, whose own files this report "
+                                 "must not replace: a report goes into a run's directory only when results names "
+                                 "that one run directory; write it elsewhere")
         if not module.check_mode:
-            atomic_write(p["dest"], lambda tmp: _report.render(report, p["format"], tmp))
+            changed = _write_if_different(p["dest"], lambda tmp: _report.render(report, p["format"], tmp))
+        else:
+            with tempfile.TemporaryDirectory() as scratch:
+                tmp = os.path.join(scratch, "report")
+                _report.render(report, p["format"], tmp)
+                changed = not (os.path.isfile(p["dest"]) and filecmp.cmp(tmp, p["dest"], shallow=False))
     except (RecordError, StatsError, ValueError) as exc:
         module.fail_json(msg=str(exc))
     except Exception as exc:
         module.fail_json(msg=f"bench_report: {exc}", exception=traceback.format_exc())
-    result = {"changed": not module.check_mode, "dest": os.path.abspath(p["dest"]),
+    result = {"changed": changed, "dest": os.path.abspath(p["dest"]),
               "rows": report["rows"], "noise": report["noise"], "records": report["records"]}
     if "environment_diff" in report:
         result["environment_diff"] = report["environment_diff"]

@@ -63,3 +63,45 @@ def test_html_report_in_headless_chromium(page, tmp_path):
     for scen, _dummy in SCENARIOS:
         assert f"<td>{scen}</td>" in dom
     assert 'id="warnings"' in dom and "Short bursts: 2 s per repetition" in dom
+
+
+def _scroll_width(page: Path, tmp_path: Path, name: str) -> tuple[int, int]:
+    """The page's scroll width and the window's inner width in headless chromium at 1280 px, by a
+    script appended to a copy of the page that writes both into the DOM once it has loaded."""
+    probe = tmp_path / f"{name}-probe.html"
+    probe.write_text(page.read_text().replace(
+        "</body></html>",
+        "<script>window.addEventListener('load', function () {document.body.setAttribute('data-sw', "
+        "document.documentElement.scrollWidth + ' ' + window.innerWidth);});</script></body></html>"))
+    dom = chromium("--window-size=1280,1000", "--virtual-time-budget=5000", "--dump-dom", probe.as_uri(),
+                   profile=tmp_path / f"profile-{name}").stdout
+    sw, inner = dom.split('data-sw="', 1)[1].split('"', 1)[0].split()
+    return int(sw), int(inner)
+
+
+def _cost_record(scen, variant, pkt, shift, kernel):
+    ns = [1500.0 + shift, 1510.0 + shift, 1490.0 + shift]
+    return build_record(run_id="20261201T010000Z-abcdef", scenario=scen, variant=variant, tool="xdpgen",
+                        params={"pkt_size": pkt, "duration": 10, "sample": "dut_steady_rate", "xdpgen_mode": "packet"},
+                        samples=[1e9 / x for x in ns],
+                        environment={"kernel": kernel, "cpu_model": "Test CPU", "kernel_cmdline": "quiet " * 90},
+                        started="2026-12-01T01:00:00Z", duration_s=30.0,
+                        extra={"bound": "generator-bound", "warnings": ["xdpgen sent from an AF_PACKET socket"],
+                               "reps": [{"loss": -0.02, "dut_cost": {"ns_per_packet": 300.0 + i + shift}}
+                                        for i in range(3)]})
+
+
+def test_html_pages_fit_1280_px_without_horizontal_scrolling(page, tmp_path):
+    sw, inner = _scroll_width(page, tmp_path, "run")
+    assert sw <= inner <= 1280, f"run page: scroll width {sw} px in a {inner} px window"
+    for d, variant, kernel in (("a", "baseline", "6.18.0"), ("b", "patched", "6.18.0-patched-long-local-version")):
+        for i, scen in enumerate(("xdp_drop", "xdp_redirect_cpumap", "tc_drop", "nft_drop", "xdp_tx")):
+            for pkt in (64, 1500):
+                rec = _cost_record(scen, variant, pkt, 25.0 if (d, i, pkt) == ("b", 0, 64) else 0.0, kernel)
+                (tmp_path / d).mkdir(exist_ok=True)
+                write_json_atomic(str(tmp_path / d / record_filename(scen, variant, rec["params"])), rec)
+    (tmp_path / "cmp").mkdir()
+    dest = tmp_path / "cmp" / "report.html"
+    _report.render(_report.build([str(tmp_path / "a"), str(tmp_path / "b")]), "html", str(dest))
+    sw, inner = _scroll_width(dest, tmp_path, "cmp")
+    assert sw <= inner <= 1280, f"comparison page: scroll width {sw} px in a {inner} px window"

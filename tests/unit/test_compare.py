@@ -82,9 +82,11 @@ def test_load_and_match_dirs(tmp_path):
     a, b = load_results(str(tmp_path / "runA")), load_results(str(tmp_path / "runB"))
     pairs, unmatched = match(a, b)
     assert [p[0][0]["params"]["pkt_size"] for p in pairs] == [64, 128]  # numeric param order
-    assert unmatched == [{"side": "candidate", "scenario": "xdp_drop", "params": {"pkt_size": 1500},
-                          "record": str(tmp_path / "runB" / record_filename("xdp_drop", "patched",
-                                                                            {"pkt_size": 1500}))}]
+    (u,) = unmatched
+    assert {k: u[k] for k in ("side", "scenario", "params", "record")} == {
+        "side": "candidate", "scenario": "xdp_drop", "params": {"pkt_size": 1500},
+        "record": str(tmp_path / "runB" / record_filename("xdp_drop", "patched", {"pkt_size": 1500}))}
+    assert u["differs"] == [{"param": "pkt_size", "this": 1500, "other": 64}]
 
 
 def test_match_variants_in_one_dir(tmp_path):
@@ -102,7 +104,7 @@ def test_nothing_matchable(tmp_path):
     put(tmp_path / "a", rec(scenario="xdp_drop", params={"pkt_size": 128}))
     put(tmp_path / "b", rec(scenario="xdp_tx", variant="patched"))
     put(tmp_path / "b", rec(scenario="xdp_tx", variant="patched", params={"pkt_size": 128}))
-    with pytest.raises(RecordError, match="no records can be matched.*xdp_drop.*xdp_tx"):
+    with pytest.raises(RecordError, match="no records measured the same thing.*differs in scenario xdp_drop vs xdp_tx"):
         match(load_results(str(tmp_path / "a")), load_results(str(tmp_path / "b")))
 
 
@@ -112,6 +114,9 @@ def test_ambiguous_records_named(tmp_path):
     put(tmp_path / "c", rec(variant="patched"))
     put(tmp_path / "c", rec(variant="patched", params={"pkt_size": 128}))
     with pytest.raises(RecordError, match="ambiguous"):
+        match(load_results(str(tmp_path)), load_results(str(tmp_path / "c")), base_variant="baseline")
+    # without a variant, the patched records under tmp_path are never pooled into the baseline side
+    with pytest.raises(RecordError, match=r"holds records of 2 variants \(baseline, patched\)"):
         match(load_results(str(tmp_path)), load_results(str(tmp_path / "c")))
 
 

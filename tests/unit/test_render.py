@@ -157,14 +157,17 @@ def test_csv_interval_columns(default_run, ab_runs):
 
 def test_warnings_default_run(default_run):
     warns = _render_html.warnings(_report.build([str(default_run)]))
-    assert len(warns) == 3
-    assert warns[0].startswith("n=1, no interval: xdp_tx/baseline")
-    assert warns[1].startswith("Short bursts: 2 s per repetition")
-    assert warns[2].startswith("Generator-bound: nft_drop/baseline")
+    assert len(warns) == 4
+    assert warns[0].startswith("one back-to-back run per side")  # the one-run caveat, in HTML too
+    assert warns[1].startswith("n=1, no interval: xdp_tx/baseline")
+    assert warns[2].startswith("Short bursts: 2 s per repetition")
+    assert warns[3].startswith("Generator-bound: nft_drop/baseline")
 
 
 def test_warnings_none_for_long_repeated_dut_bound(sweep_run):
-    assert _render_html.warnings(_report.build([str(sweep_run)])) == []
+    # one back-to-back run: only the one-run caveat
+    (only,) = _render_html.warnings(_report.build([str(sweep_run)]))
+    assert only.startswith("one back-to-back run per side")
 
 
 def test_html_run_self_contained(default_run):

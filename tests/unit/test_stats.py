@@ -72,7 +72,9 @@ def test_summarize_three_samples():
     assert s["stdev"] == pytest.approx(sd)
     assert s["ci95"][0] == pytest.approx(mean - half, rel=1e-9)
     assert s["ci95"][1] == pytest.approx(mean + half, rel=1e-9)
-    assert s["ns_per_packet"] == pytest.approx(1e9 / mean)
+    ns = [1e9 / x for x in (6310000.0, 6295000.0, 6322000.0)]
+    assert s["ns_per_packet"] == pytest.approx(sum(ns) / 3, rel=1e-12)  # mean of per-sample ns, not 1e9/mean
+    assert s["ns_per_packet"] != pytest.approx(1e9 / mean, rel=1e-7)
     assert s["gbps"] == pytest.approx(mean * 64 * 8 / 1e9)
 
 

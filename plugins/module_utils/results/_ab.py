@@ -15,10 +15,12 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from ansible_collections.xdplab.testbed.plugins.module_utils.results._compare import (
+from ansible_collections.xdplab.testbed.plugins.module_utils.results._compare import (  # noqa: F401  kernel_of: re-exported
     compare_records,
+    kernel_of,
     multiple_comparisons,
     replicate_of,
+    row_params,
 )
 from ansible_collections.xdplab.testbed.plugins.module_utils.results._environment import fingerprint_diff, flatten
 from ansible_collections.xdplab.testbed.plugins.module_utils.results._record_files import params_key
@@ -48,24 +50,6 @@ def _boot_id(rec: dict) -> str:
         raise ABError(f"{rec.get('_path', 'record')}: replicate level {level!r} (id {ident!r}), not {LEVEL!r}: an "
                       "A/B by boot needs records that name their boot (replicate: {level: boot, id: ...})")
     return ident
-
-
-def kernel_of(rec: dict) -> str | None:
-    """The kernel a record was measured on: its environment's ``kernel_variant`` (a scenario sweep's
-    record, whose ``variant`` is the datapath it measured), else its ``variant`` (the in-kernel runner's
-    records, whose variant is the kernel)."""
-    env = rec.get("environment") or {}
-    kernel = env.get("kernel_variant") if isinstance(env, dict) else None
-    return str(kernel) if kernel not in (None, "") else rec.get("variant")
-
-
-def row_params(rec: dict) -> dict:
-    """The params that name a record's row: its params, plus ``variant`` when that is a datapath of a
-    sweep (xdp_flow, tc_bpf, ...) rather than the kernel, so each datapath is a row of its own."""
-    variant = rec.get("variant")
-    if variant is None or variant == kernel_of(rec):
-        return rec["params"]
-    return dict(rec["params"], variant=variant)
 
 
 def xsk_bind(records: list[dict]) -> dict[str, list[str]]:

@@ -64,24 +64,70 @@ def units(records: list[dict], force_units: bool = False) -> dict:
     return {"values": per[0], "level": "repetition", "units": 1, "caveat": CAVEAT_ONE_RUN}
 
 
+def _cost(d: Any) -> float | None:
+    cost = d.get("dut_cost") if isinstance(d, dict) else None
+    v = cost.get("ns_per_packet") if isinstance(cost, dict) else None
+    return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) else None
+
+
+def cost_units(records: list[dict], force_units: bool = False) -> list[float] | None:
+    """The DUT's cost per packet (CPU accounting, ``dut_cost``) at the same replication unit as the
+    rate: one value per record (its ``summary.dut_cost``) when there are several units, else the
+    repetitions' ``reps[].dut_cost`` (the record's summary value when the repetitions do not say).
+    None when any record has no cost: a cost is never guessed."""
+    if len(records) > 1 or force_units:
+        values = [_cost(r.get("summary")) for r in records]
+        return None if any(v is None for v in values) else values
+    rec = records[0]
+    reps = [_cost(r) for r in rec.get("reps") or []]
+    reps = [v for v in reps if v is not None]
+    if len(reps) >= 1:
+        return reps
+    one = _cost(rec.get("summary"))
+    return None if one is None else [one]
+
+
+def bound_of(records: list[dict]) -> str | None:
+    """The bottleneck label of a row or side: its records' ``bound`` when they agree, else "mixed"."""
+    labels = {r.get("bound") for r in records if r.get("bound")}
+    return None if not labels else labels.pop() if len(labels) == 1 else "mixed"
+
+
 def side_stats(record: dict | list[dict], force_units: bool = False) -> dict:
-    """Statistics of one side: pps (n, mean, stdev, ci95 over every repetition), and the estimator:
-    ns_per_packet = mean of per-unit ns/packet with its stdev and 95% interval (stdev_ns, ci95_ns)."""
+    """Statistics of one side (or one report row), all from one computation at its replication unit:
+    ns_per_packet = mean of per-unit ns/packet, stdev_ns and ci95_ns (Student t over the units), n =
+    units. The rate is the same figure in pps: mean = 1e9 / ns_per_packet, ci95 = the ns interval
+    mapped (ends swapped; upper end None when the ns interval reaches 0), so a row's pps and
+    ns/packet never come from two estimators."""
     recs = record if isinstance(record, list) else [record]
-    samples = [s for r in recs for s in r["samples"]]
-    s = summarize(samples)
     u = units(recs, force_units)
     ns_sum = summarize(u["values"])
-    out = {"n": ns_sum["n"], "repetitions": s["n"], "mean": s["mean"], "stdev": s["stdev"], "ci95": s["ci95"],
+    ns_ci = ns_sum["ci95"]
+    out = {"n": ns_sum["n"], "repetitions": sum(len(r["samples"]) for r in recs),
+           "mean": 1e9 / ns_sum["mean"], "stdev": _stdev([1e9 / v for v in u["values"]]),
+           # an ns interval reaching 0 or below leaves the rate unbounded above: None, never a guess
+           "ci95": [1e9 / ns_ci[1], 1e9 / ns_ci[0] if ns_ci[0] > 0 else None] if ns_ci else None,
            "ns_per_packet": ns_sum["mean"], "stdev_ns": ns_sum["stdev"],
-           "ci95_ns": ns_sum["ci95"], "unit_level": u["level"], "units": u["units"],
+           "ci95_ns": ns_ci, "unit_level": u["level"], "units": u["units"],
            "estimator": ESTIMATOR, "record": recs[0].get("_path") if len(recs) == 1 else [r.get("_path") for r in recs],
            "run_id": recs[0].get("run_id"), "variant": recs[0].get("variant"), "_values": u["values"]}
     if u["caveat"]:
         out["caveat"] = u["caveat"]
     if ns_sum["n"] == 1:
         out["note"] = "n=1, no interval"
+    out["bound"] = bound_of(recs)
+    cost = cost_units(recs, force_units)
+    out["_cost_values"] = cost
+    if cost:
+        cs = summarize(cost)
+        out.update(cost_ns=cs["mean"], cost_ci95_ns=cs["ci95"], cost_n=cs["n"])
+    else:
+        out.update(cost_ns=None, cost_ci95_ns=None, cost_n=0)
     return out
+
+
+def _stdev(values: list[float]) -> float:
+    return summarize(values)["stdev"]
 
 
 def compare_records(base: dict | list[dict], cand: dict | list[dict]) -> dict:
@@ -93,6 +139,8 @@ def compare_records(base: dict | list[dict], cand: dict | list[dict]) -> dict:
     force = nb > 1 or nc > 1
     b, c = side_stats(base, force), side_stats(cand, force)
     w = welch(b.pop("_values"), c.pop("_values"))
+    cb, cc = b.pop("_cost_values"), c.pop("_cost_values")
+    wc = welch(cb, cc) if cb and cc else None
     delta = w["delta"]  # == c["ns_per_packet"] - b["ns_per_packet"]: one estimator
     first = cand[0] if isinstance(cand, list) else cand
     first_base = base[0] if isinstance(base, list) else base
@@ -123,6 +171,15 @@ def compare_records(base: dict | list[dict], cand: dict | list[dict]) -> dict:
         out["note"] = w["note"]
     if not force:
         out["caveat"] = CAVEAT_ONE_RUN
+    # Rate says how many packets got through; where a side is not DUT-bound it measures the generator or
+    # a shared core, so the cost-based delta (CPU accounting) is the headline and the rate's is marked.
+    out["rate_not_dut_bound"] = any(side["bound"] not in (None, "dut-bound") for side in (b, c))
+    out["cost_delta_ns"] = wc["delta"] if wc else None
+    out["cost_ci95_ns"] = wc["ci"] if wc else None
+    out["cost_significant"] = bool(wc["significant"]) if wc else None
+    out["headline"] = "cost" if wc and out["rate_not_dut_bound"] else "rate"
+    out["significant_raw"] = out["significant"]
+    out["call"] = call_text(out)
     out["verdict"] = verdict(out)
     return out
 
@@ -137,20 +194,92 @@ def verdict(cmp: dict) -> str:
     head = f"{d:+.2f} ns/packet ({word}), {cmp['percent']:+.2f}% pps"
     nb, nc = cmp["baseline"]["n"], cmp["candidate"]["n"]
     if cmp["ci95_ns"] is None:
-        return f"{head}; n={nb} vs n={nc}: {cmp.get('note') or 'no interval'}"
-    lo, hi = cmp["ci95_ns"]
-    sig = "significant" if cmp["significant"] else "not significant"
-    return f"{head}; 95% CI [{lo:+.2f}, {hi:+.2f}] ns, {sig} (n={nb} vs n={nc} {cmp['unit_level']} units)"
+        rate = f"{head}; n={nb} vs n={nc}: {cmp.get('note') or 'no interval'}"
+    else:
+        lo, hi = cmp["ci95_ns"]
+        rate = (f"{head}; 95% CI [{lo:+.2f}, {hi:+.2f}] ns, {call_text(cmp)} "
+                f"(n={nb} vs n={nc} {cmp['unit_level']} units)")
+    if cmp.get("cost_delta_ns") is None:
+        return rate
+    cd, cci = cmp["cost_delta_ns"], cmp.get("cost_ci95_ns")
+    cost = f"DUT cost {cd:+.2f} ns/packet" + (f" [{cci[0]:+.2f}, {cci[1]:+.2f}]" if cci else " (no interval)")
+    if cmp.get("headline") == "cost":
+        return f"{cost}; rate-based, not DUT-bound: {rate}"
+    return f"{rate}; {cost}"
 
 
-def _by_key(records: list[dict], variant: str | None, where: str) -> dict[tuple[str, str], list[dict]]:
-    """Records by scenario + params; several records of one key are replication units and must
+def kernel_of(rec: dict) -> str | None:
+    """The kernel a record was measured on: its environment's ``kernel_variant`` (a scenario sweep's
+    record, whose ``variant`` is the datapath it measured), else its ``variant`` (the in-kernel runner's
+    records, whose variant is the kernel)."""
+    env = rec.get("environment") or {}
+    kernel = env.get("kernel_variant") if isinstance(env, dict) else None
+    return str(kernel) if kernel not in (None, "") else rec.get("variant")
+
+
+def row_params(rec: dict) -> dict:
+    """The params that name a record's row: its params, plus ``variant`` when that is a datapath of a
+    sweep (xdp_flow, tc_bpf, ...) rather than the kernel, so each datapath is a row of its own."""
+    variant = rec.get("variant")
+    if variant is None or variant == kernel_of(rec):
+        return rec["params"]
+    return dict(rec["params"], variant=variant)
+
+
+def generator_mode(rec: dict) -> str | None:
+    """How xdpgen sent (``live`` frames, or the AF_PACKET fallback ``packet``): the record's
+    ``params.xdpgen_mode``, else what its repetitions' generator figures say; None for other tools."""
+    if rec.get("tool") != "xdpgen":
+        return None
+    if rec["params"].get("xdpgen_mode") is not None:
+        return str(rec["params"]["xdpgen_mode"])
+    modes = sorted({str((r or {}).get("gen_figures", {}).get("mode")) for r in rec.get("reps") or []
+                    if isinstance(r, dict) and isinstance(r.get("gen_figures"), dict)
+                    and (r.get("gen_figures") or {}).get("mode") is not None} - {"live"})
+    return "+".join(modes) if modes else "live"
+
+
+def measurement(rec: dict, selected_by: str = "kernel") -> dict:
+    """What must agree for two records to be compared: the params that change the measurement
+    (every record param: packet size, duration, sampler, server, ...), the tool, the generator mode
+    and the row's role besides the side's variant (a sweep's datapath). ``selected_by`` "variant":
+    the side was chosen by the record's own variant, which then is the side and not part of the row."""
+    out = dict(rec["params"] if selected_by == "variant" else row_params(rec))
+    out["tool"] = rec.get("tool")
+    mode = generator_mode(rec)
+    if mode is not None:
+        out["xdpgen_mode"] = mode
+    return out
+
+
+def _key(rec: dict, selected_by: str) -> tuple[str, str]:
+    return rec["scenario"], params_key(measurement(rec, selected_by))
+
+
+def _select(records: list[dict], variant: str | None, where: str) -> tuple[list[dict], str]:
+    """The records of one side and how they were chosen. A named variant selects records whose own
+    variant has that name (then the variant is the side), else records measured on the kernel of
+    that name (kernel_of; a sweep's datapath then stays part of the row). No name: the side must
+    hold one kernel variant; records of another are never pooled into it as more units."""
+    if variant is not None:
+        own = [r for r in records if r["variant"] == variant]
+        if own:
+            return own, "variant"
+        return [r for r in records if kernel_of(r) == variant], "kernel"
+    kernels = sorted({str(kernel_of(r)) for r in records})
+    if len(kernels) > 1:
+        raise RecordError(f"{where}: holds records of {len(kernels)} variants ({', '.join(kernels)}); they are "
+                          "not replication units of one side: name the side's variant (baseline_variant / "
+                          "candidate_variant)")
+    return list(records), "kernel"
+
+
+def _by_key(records: list[dict], selected_by: str, where: str) -> dict[tuple[str, str], list[dict]]:
+    """Records by scenario + measurement; several records of one key are replication units and must
     name different units (replicate id, else run id)."""
     out: dict[tuple[str, str], list[dict]] = {}
     for rec in records:
-        if variant is not None and rec["variant"] != variant:
-            continue
-        key = (rec["scenario"], params_key(rec["params"]))
+        key = _key(rec, selected_by)
         for other in out.get(key, []):
             if replicate_of(other) == replicate_of(rec):
                 raise RecordError(
@@ -161,51 +290,128 @@ def _by_key(records: list[dict], variant: str | None, where: str) -> dict[tuple[
     return out
 
 
+_ABSENT = "(absent)"
+
+
+def differing(mine: dict, theirs: dict) -> list[dict]:
+    """The params whose values differ between two measurements: [{"param", "this", "other"}]."""
+    keys = sorted(set(mine) | set(theirs))
+    return [{"param": k, "this": mine.get(k, _ABSENT), "other": theirs.get(k, _ABSENT)}
+            for k in keys if params_key({"v": mine.get(k, _ABSENT)}) != params_key({"v": theirs.get(k, _ABSENT)})]
+
+
+def _closest(rec: dict, selected_by: str, others: list[tuple[dict, str, bool]]) -> tuple[dict | None, list[dict]]:
+    """The other side's record nearest to rec: same scenario first, then fewest differing params,
+    then one that is itself unmatched."""
+    mine = dict(measurement(rec, selected_by), scenario=rec["scenario"])
+    best, best_diff = None, []
+    for other, other_by, paired in others:
+        diff = differing(mine, dict(measurement(other, other_by), scenario=other["scenario"]))
+        rank = (any(d["param"] == "scenario" for d in diff), len(diff), paired)
+        if best is None or rank < best[0]:
+            best, best_diff = (rank, other), diff
+    return (best[1] if best else None), best_diff
+
+
+def _diff_text(diff: list[dict]) -> str:
+    return ", ".join(f"{d['param']} {d['this']} vs {d['other']}" for d in diff) or "nothing"
+
+
 def match(base_records: list[dict], cand_records: list[dict], *, base_variant: str | None = None,
           cand_variant: str | None = None, base_where: str = "baseline",
           cand_where: str = "candidate") -> tuple[list[tuple[list[dict], list[dict]]], list[dict]]:
-    """Pair records by scenario + params. Returns (pairs of record lists, unmatched descriptions).
+    """Pair records that measured the same thing: scenario, the params that change the measurement,
+    tool, generator mode and row role (``measurement``). Returns (pairs of record lists, unmatched).
 
-    Each side of a pair is the list of its replication units (one record each). Two single
-    records are paired as given. No pair at all is an error.
+    Each side of a pair is the list of its replication units (one record each). Two records are
+    never paired because they are alone: what does not agree is unmatched, each entry naming the
+    params that differ from the closest record of the other side (``differs``). No pair at all is
+    an error naming them.
     """
-    if len(base_records) == 1 and len(cand_records) == 1 and base_variant is None and cand_variant is None:
-        return [([base_records[0]], [cand_records[0]])], []
     if base_variant is None and cand_variant is None and base_records is cand_records:
         raise RecordError("comparing a directory with itself needs baseline_variant and candidate_variant")
-    b = _by_key(base_records, base_variant, base_where)
-    c = _by_key(cand_records, cand_variant, cand_where)
-    if not b:
+    base_sel, base_by = _select(base_records, base_variant, base_where)
+    cand_sel, cand_by = _select(cand_records, cand_variant, cand_where)
+    if not base_sel:
         raise RecordError(f"{base_where}: no records of variant {base_variant!r}")
-    if not c:
+    if not cand_sel:
         raise RecordError(f"{cand_where}: no records of variant {cand_variant!r}")
+    b = _by_key(base_sel, base_by, base_where)
+    c = _by_key(cand_sel, cand_by, cand_where)
     common = sorted(set(b) & set(c), key=lambda k: (k[0], tuple(
         (name, _sort_value(v)) for name, v in sorted(b[k][0]["params"].items()))))
     pairs = [(b[k], c[k]) for k in common]
-    unmatched = [{"side": side, "scenario": k[0], "params": recs[k][0]["params"], "record": recs[k][0]["_path"]}
-                 for side, recs, other in (("baseline", b, c), ("candidate", c, b))
-                 for k in sorted(recs) if k not in other]
+    unmatched = []
+    for side, recs, other, by, other_by in (("baseline", b, c, base_by, cand_by),
+                                            ("candidate", c, b, cand_by, base_by)):
+        pool = [(r[0], other_by, k in recs) for k, r in other.items()]
+        for k in sorted(recs):
+            if k in other:
+                continue
+            rec = recs[k][0]
+            near, diff = _closest(rec, by, pool)
+            unmatched.append({"side": side, "scenario": k[0], "params": rec["params"], "record": rec["_path"],
+                              "variant": rec.get("variant"), "closest": near.get("_path") if near else None,
+                              "differs": diff})
     if not pairs:
         raise RecordError(
-            f"no records can be matched by scenario and params between {base_where} "
-            f"({', '.join(sorted({k[0] for k in b}))}) and {cand_where} "
-            f"({', '.join(sorted({k[0] for k in c}))})")
+            f"no records measured the same thing between {base_where} and {cand_where}: "
+            + "; ".join(f"{u['side']} {u['scenario']} {_params_text(u['params'])} differs in "
+                        f"{_diff_text(u['differs'])}" for u in unmatched if u["side"] == "baseline"))
     return pairs, unmatched
+
+
+def _params_text(p: dict) -> str:
+    return " ".join(f"{k}={v}" for k, v in sorted(p.items())) or "-"
+
+
+def unmatched_text(u: dict) -> str:
+    """One unmatched record, one line: which side, what it measured, what differs from the closest."""
+    return (f"{u['side']} {u['scenario']} {_params_text(u['params'])} (differs from the closest "
+            f"{'candidate' if u['side'] == 'baseline' else 'baseline'} in {_diff_text(u.get('differs') or [])})")
 
 
 def multiple_comparisons(comparisons: list[dict], level: float = 0.95) -> dict:
     """Holm across the rows of one report: sets ``p_holm`` and ``significant_holm`` on every
-    comparison and returns the family figures, with the rows chance alone would call significant."""
+    comparison and returns the family figures, with the rows chance alone would call significant.
+
+    With more than one row tested, the call the reader sees is the corrected one: ``significant``
+    becomes ``significant_holm``, ``significant_raw`` keeps the per-row call (interval excludes 0),
+    and ``call`` / ``verdict`` say both. With one row tested the two are the same test."""
+    for c in comparisons:
+        c.setdefault("significant_raw", bool(c["significant"]))
     adj = holm([c["p_value"] if c["ci95_ns"] is not None else None for c in comparisons], level)
+    tested = sum(1 for c in comparisons if c["ci95_ns"] is not None)
     for c, a in zip(comparisons, adj, strict=True):
         c["p_holm"] = a["p_holm"]
         c["significant_holm"] = bool(a["significant"]) and c["ci95_ns"] is not None
-    tested = sum(1 for c in comparisons if c["ci95_ns"] is not None)
+        c["decision"] = "holm" if tested > 1 else "raw"
+        c["significant"] = c["significant_holm"] if tested > 1 else c["significant_raw"]
+        c["call"] = call_text(c)
+        c["verdict"] = verdict(c)
     return {"method": "holm", "level": level, "rows_tested": tested,
-            "significant_raw": sum(1 for c in comparisons if c["significant"]),
+            "decision": "holm" if tested > 1 else "raw",
+            "significant_raw": sum(1 for c in comparisons if c["significant_raw"]),
             "significant_holm": sum(1 for c in comparisons if c["significant_holm"]),
             "expected_by_chance": (1.0 - level) * tested,
             "chance_of_any": 1.0 - level ** tested if tested else 0.0}
+
+
+def call_text(c: dict) -> str:
+    """The decision as the reader sees it, short: "significant", "n.s.", with "(Holm)" when corrected
+    across several rows and the raw per-row call beside it when the two differ; "no interval"."""
+    if c["ci95_ns"] is None:
+        return c.get("note") or "no interval"
+    raw = c.get("significant_raw", c["significant"])
+    if c.get("decision") != "holm":
+        return "significant" if raw else "n.s."
+    if c["significant"]:
+        return "significant (Holm)"
+    return "n.s. (Holm; raw: significant)" if raw else "n.s. (Holm)"
+
+
+HOLM_NOTE = ("significance is Holm-adjusted across the rows (family-wise 5%); the raw per-row call "
+             "(interval excludes 0) is shown beside it")
 
 
 # ---------------------------------------------------------------------- sweeps
@@ -249,7 +455,9 @@ def sweep_tables(records: list[dict]) -> list[dict]:
             side = side_stats(unit_recs)
             row = {"params": unit_recs[0]["params"], "pps": side["mean"], "ns_per_packet": side["ns_per_packet"],
                    "n": side["n"], "ci95": side["ci95"], "ci95_ns": side["ci95_ns"],
-                   "unit_level": side["unit_level"],
+                   "unit_level": side["unit_level"], "repetitions": side["repetitions"],
+                   "bound": side["bound"], "cost_ns": side["cost_ns"], "cost_ci95_ns": side["cost_ci95_ns"],
+                   "cost_n": side["cost_n"],
                    "record": unit_recs[0].get("_path") if len(unit_recs) == 1 else [r.get("_path") for r in unit_recs],
                    "delta_prev_ns": None, "delta_base_ns": None}
             if i:

@@ -19,8 +19,8 @@ from ansible_collections.xdplab.testbed.plugins.module_utils.results._report imp
     _d2,
     _f2,
     _params,
-    _table,
 )
+from ansible_collections.xdplab.testbed.plugins.module_utils.results._report import _one_table as _table
 
 
 def row_labels(rows: list[dict]) -> tuple[list[str], dict[str, dict]]:
@@ -51,6 +51,9 @@ def _delta_cell(row: dict) -> str:
     if row["ci95_ns"] is None:
         return f"{d:+.2f} ({row.get('note') or 'no interval'}) {word}"
     lo, hi = row["ci95_ns"]
+    if row.get("decision") == "holm" and row["significant"] != row.get("significant_raw", row["significant"]):
+        # the corrected call is what the reader acts on; the raw per-row call is beside it
+        return f"{d:+.2f} [{lo:+.2f}, {hi:+.2f}] {word}, n.s. (Holm; raw: sig.)"
     return f"{d:+.2f} [{lo:+.2f}, {hi:+.2f}] {word}" + ("" if row["significant"] else ", n.s.")
 
 
@@ -116,7 +119,8 @@ def render_ab(report: dict, markdown: bool = False) -> str:
     if mc and mc["rows_tested"] > 1:
         prose.append(f"{mc['significant_raw']} of {mc['rows_tested']} rows significant at 95% each, "
                      f"{mc['significant_holm']} after Holm's adjustment; chance alone would call about "
-                     f"{mc['expected_by_chance']:.1f} significant.")
+                     f"{mc['expected_by_chance']:.1f} significant. n.s. marks the Holm-adjusted call "
+                     "(family-wise 5%), the one to act on.")
     out.append("")
     for para in prose:
         out += [para] if markdown else textwrap.wrap(para, 100)

@@ -17,24 +17,33 @@ import html
 import json
 import os
 
+from ansible_collections.xdplab.testbed.plugins.module_utils.results._compare import unmatched_text
 from ansible_collections.xdplab.testbed.plugins.module_utils.results._render_png import (
     ns_interval,
     png_bytes,
     pps_interval,
 )
-from ansible_collections.xdplab.testbed.plugins.module_utils.results._report import _noise_lines, _params, env_lines
-
-# Repetitions shorter than this (seconds) are bursts: start-up, caches and IRQ moderation weigh in.
-SHORT_BURST_S = 5.0
+from ansible_collections.xdplab.testbed.plugins.module_utils.results._report import (
+    FOOTER,
+    RATE_MARK,
+    RATE_MARK_TEXT,
+    _noise_lines,
+    _params,
+    cost_delta_text,
+    cost_text,
+    env_lines,
+    notices,
+)
 
 CSS = """
 body{font-family:system-ui,-apple-system,"Segoe UI",sans-serif;margin:2em auto;max-width:1150px;color:#222}
 h1{font-size:1.5em}h2{font-size:1.2em;border-bottom:1px solid #ccc;padding-bottom:.2em;margin-top:1.6em}
-table{border-collapse:collapse;font-size:.9em}th,td{border:1px solid #ccc;padding:.3em .6em}
-th{background:#eef2f7}td.num{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}
+table{border-collapse:collapse;font-size:.85em;max-width:100%}
+th,td{border:1px solid #ccc;padding:.25em .45em;overflow-wrap:anywhere}
+th{background:#eef2f7}td.num{text-align:right;font-variant-numeric:tabular-nums}
 tr.faster td.delta{color:#2a9d4b;font-weight:bold}tr.slower td.delta{color:#c0392b;font-weight:bold}
 .warn{background:#fff4d6;border-left:4px solid #e0a800;padding:.5em 1em}
-pre{background:#f6f8fa;padding:.8em;overflow-x:auto}img{max-width:100%}
+pre{background:#f6f8fa;padding:.8em;white-space:pre-wrap;overflow-wrap:anywhere}img{max-width:100%}
 """
 
 
@@ -46,88 +55,58 @@ def _num(v: float | None, fmt: str = "{:.2f}") -> str:
     return "-" if v is None else fmt.format(v)
 
 
-def _ci(ci: list[float] | None, fmt: str = "{:.2f}") -> str:
-    return "n=1, no interval" if not ci else f"[{fmt.format(ci[0])}, {fmt.format(ci[1])}]"
-
-
-def _duration(params: dict | None) -> float | None:
-    try:
-        return float((params or {}).get("duration"))
-    except (TypeError, ValueError):
-        return None
-
-
-def _paths(record: str | list[str] | None) -> list[str]:
-    """A row's or side's record: one path, or a list of paths when it pools several records (the
-    rounds of an interleaved run)."""
-    if record is None:
-        return []
-    return [p for p in record if p] if isinstance(record, list) else [record]
+def _ci(ci: list[float | None] | None, fmt: str = "{:.2f}") -> str:
+    if not ci:
+        return "no interval"
+    return "[" + ", ".join("unbounded" if x is None else fmt.format(x) for x in ci) + "]"
 
 
 def warnings(report: dict) -> list[str]:
-    """What a reader must know before trusting the numbers, one sentence each."""
-    out = []
-    meta = report.get("record_meta") or {}
-    if report.get("incomplete"):
-        out.append("Records from incomplete runs are included: " + ", ".join(report["incomplete"]))
-    if "comparisons" in report:
-        items = [{"name": f"{c['scenario']} {_params(c['params'])}", "params": c["params"],
-                  "n": min(c["baseline"]["n"], c["candidate"]["n"]),
-                  "records": _paths(c["baseline"].get("record")) + _paths(c["candidate"].get("record")),
-                  "warnings": c.get("warnings")}
-                 for c in report["comparisons"]]
-    else:
-        items = [{"name": f"{t['scenario']}/{t['variant']} {_params(r['params'])}", "params": r["params"], "n": r["n"],
-                  "records": _paths(r.get("record")), "warnings": r.get("warnings")}
-                 for t in report.get("sweeps") or [] for r in t["rows"]]
-    n1 = [i["name"] for i in items if i["n"] < 2]
-    if n1:
-        out.append(f"n=1, no interval: {', '.join(n1)}. One repetition cannot show its own noise; "
-                   "repeat (3 or more) before comparing.")
-    short = sorted({d for i in items if (d := _duration(i["params"])) is not None and d < SHORT_BURST_S})
-    if short:
-        out.append(f"Short bursts: {', '.join(f'{d:g} s' for d in short)} per repetition (under "
-                   f"{SHORT_BURST_S:g} s); start-up, caches and interrupt moderation weigh in. "
-                   "Use longer repetitions for numbers to publish.")
-    gen = sorted({i["name"] for i in items
-                  if any((meta.get(p) or {}).get("bound") == "generator-bound" for p in i["records"])})
-    if gen:
-        out.append(f"Generator-bound: {', '.join(gen)}. The DUT counted everything the generator sent, "
-                   "so the figure is the generator's rate, a lower bound of what the DUT can do.")
-    for i in items:
-        out += [f"{i['name']}: {w}" for w in i["warnings"] or []]
-    return out
+    """What a reader must know before trusting the numbers, one sentence each (the report's notices)."""
+    return [text for _kind, text in notices(report)]
 
 
 def _summary_table(report: dict) -> list[str]:
     if "comparisons" in report:
         head = ["scenario", "params", "base pps", "base ns/pkt", "base 95% CI ns", "n", "cand pps", "cand ns/pkt",
-                "cand 95% CI ns", "n", "delta ns/pkt", "delta 95% CI ns", "significant"]
+                "cand 95% CI ns", "n", "delta ns/pkt", "delta 95% CI ns",
+                "Holm" if (report.get("multiple") or {}).get("decision") == "holm" else "call", "raw"]
+        cmps = report["comparisons"]
+        with_bound = any(c["baseline"].get("bound") or c["candidate"].get("bound") for c in cmps)
+        with_cost = any(c.get("cost_delta_ns") is not None for c in cmps)
+        head += (["bound A/B"] if with_bound else []) + (["DUT cost delta [95% CI]"] if with_cost else [])
         body = []
         for c in report["comparisons"]:
             b, k = c["baseline"], c["candidate"]
-            sig = "-" if c["ci95_ns"] is None else ("yes" if c["significant"] else "no")
+            sig = "-" if c["ci95_ns"] is None else ("sig." if c["significant"] else "n.s.")
+            raw = "-" if c["ci95_ns"] is None else ("sig." if c.get("significant_raw", c["significant"]) else "n.s.")
+            mark = RATE_MARK if c.get("rate_not_dut_bound") else ""
             cls = c["direction"] if c["ci95_ns"] is not None and c["significant"] else "same"
             cells = [(c["scenario"], ""), (_params(c["params"]), ""), (f"{b['mean']:.0f}", "num"),
                      (_num(b["ns_per_packet"]), "num"), (_ci(b.get("ci95_ns")), "num"), (b["n"], "num"),
                      (f"{k['mean']:.0f}", "num"), (_num(k["ns_per_packet"]), "num"), (_ci(k.get("ci95_ns")), "num"),
-                     (k["n"], "num"), (f"{c['delta_ns_per_packet']:+.2f} ({c['direction']})", "num delta"),
-                     (_ci(c["ci95_ns"], "{:+.2f}"), "num"), (sig, "")]
+                     (k["n"], "num"), (f"{c['delta_ns_per_packet']:+.2f}{mark} ({c['direction']})", "num delta"),
+                     (_ci(c["ci95_ns"], "{:+.2f}"), "num"), (sig, ""), (raw, "")]
+            cells += [(f"{b.get('bound') or '-'}/{k.get('bound') or '-'}", "")] if with_bound else []
+            cells += [(cost_delta_text(c), "num")] if with_cost else []
             body.append((cls, cells))
     else:
+        rows = [r for t in report.get("sweeps") or [] for r in t["rows"]]
+        with_cost = any(r.get("cost_ns") is not None for r in rows)
+        with_bound = any(r.get("bound") for r in rows)
         head = ["scenario", "variant", "params", "Mpps", "Mpps 95% CI", "ns/packet", "ns 95% CI", "d prev ns",
-                "d first ns", "n"]
+                "d first ns", "n"] + (["DUT cost ns [95% CI]"] if with_cost else []) + (["bound"] if with_bound else [])
         body = []
         for t in report.get("sweeps") or []:
             for r in t["rows"]:
-                ci = pps_interval(r)
-                mpps_ci = [x / 1e6 for x in ci] if ci else None
+                mpps_ci = pps_interval(r, 1e6)
                 cells = [(t["scenario"], ""), (t["variant"], ""), (_params(r["params"]), ""),
                          (f"{r['pps'] / 1e6:.3f}", "num"), (_ci(mpps_ci, "{:.3f}"), "num"),
                          (_num(r["ns_per_packet"]), "num"), (_ci(ns_interval(r)), "num"),
                          (_num(r["delta_prev_ns"], "{:+.2f}"), "num"), (_num(r["delta_base_ns"], "{:+.2f}"), "num"),
                          (r["n"], "num")]
+                cells += [(cost_text(r), "num")] if with_cost else []
+                cells += [(r.get("bound") or "-", "")] if with_bound else []
                 body.append(("", cells))
     out = ['<table id="summary">', "<thead><tr>" + "".join(f"<th>{_e(h)}</th>" for h in head) + "</tr></thead>",
            "<tbody>"]
@@ -154,16 +133,19 @@ def render_html(report: dict) -> str:
     out = ["<!DOCTYPE html>", '<html lang="en"><head><meta charset="utf-8">',
            f"<title>xdplab.testbed: {_e(title)}</title>", f"<style>{CSS}</style></head><body>",
            f"<h1>{_e(title)}</h1>",
-           f"<p>{report.get('records', 0)} result record(s) from {_e(', '.join(report.get('results') or []))}. "
-           "ns/packet = 1e9 / pps; intervals are 95%.</p>"]
-    warns = warnings(report)
-    if warns:
-        out += ['<h2>Warnings</h2><div class="warn" id="warnings"><ul>'] + [f"<li>{_e(w)}</li>" for w in warns] + [
-            "</ul></div>"]
+           f"<p>{report.get('records', 0)} result record(s) from {_e(', '.join(report.get('results') or []))}.</p>",
+           f'<p id="footer">{_e(FOOTER)}</p>']
+    found = notices(report)
+    if found:
+        out += ['<h2>Warnings</h2><div class="warn" id="warnings"><ul>'] + [
+            f"<li><b>{_e(kind.upper())}</b>: {_e(text)}</li>" for kind, text in found] + ["</ul></div>"]
     out += ["<h2>Summary</h2>"] + _summary_table(report)
+    if any(c.get("rate_not_dut_bound") for c in report.get("comparisons") or []):
+        out.append(f"<p>{_e(RATE_MARK_TEXT)}</p>")
     if report.get("unmatched"):
-        out.append("<p>Unmatched (no counterpart on the other side): " + _e("; ".join(
-            f"{u['side']} {u['scenario']} {_params(u['params'])}" for u in report["unmatched"])) + "</p>")
+        out.append('<p>Unmatched (not compared: no record of the other side measured the same thing):</p>'
+                   '<ul id="unmatched">' + "".join(f"<li>{_e(unmatched_text(u))}</li>" for u in report["unmatched"])
+                   + "</ul>")
     img = base64.b64encode(png_bytes(report)).decode("ascii")
     out += ["<h2>Plots</h2>", f'<img id="plot" alt="{_e(title)}" src="data:image/png;base64,{img}">']
     out += ["<h2>Environment</h2>", "<pre>" + _e("\n".join(env_lines(report.get("environment") or {}))) + "</pre>"]

@@ -28,25 +28,25 @@ def _params(p: dict) -> str:
     return " ".join(f"{k}={v}" for k, v in sorted(p.items())) or "-"
 
 
-def pps_interval(row: dict) -> list[float] | None:
-    """95% interval of a row's packet rate, or None (n=1)."""
+def pps_interval(row: dict, scale: float = 1.0) -> list[float | None] | None:
+    """95% interval of a row's packet rate divided by ``scale``, or None (n=1): its ns/packet interval
+    in pps; the upper end is None (unbounded) when the ns interval reaches 0."""
     ci = row.get("ci95")
-    return list(ci) if ci else None
+    return [None if x is None else x / scale for x in ci] if ci else None
 
 
 def ns_interval(row: dict) -> list[float] | None:
-    """95% interval of ns/packet: ns/packet = 1e9 / mean pps is monotone in the mean,
-    so the interval of the mean maps onto it (ends swapped)."""
-    ci = pps_interval(row)
-    if not ci or ci[0] <= 0:
-        return None
-    return [1e9 / ci[1], 1e9 / ci[0]]
+    """95% interval of a row's ns/packet, or None (n=1): the row's own ``ci95_ns``, computed with its
+    point (results._compare.side_stats), so the point always lies inside it."""
+    ci = row.get("ci95_ns")
+    return list(ci) if ci else None
 
 
 def _err(values: list[float], intervals: list[list[float] | None]) -> list[list[float]]:
     """matplotlib yerr (two rows: below, above); zero where there is no interval."""
     below = [0.0 if ci is None else max(0.0, v - ci[0]) for v, ci in zip(values, intervals, strict=True)]
-    above = [0.0 if ci is None else max(0.0, ci[1] - v) for v, ci in zip(values, intervals, strict=True)]
+    above = [0.0 if ci is None or ci[1] is None else max(0.0, ci[1] - v)
+             for v, ci in zip(values, intervals, strict=True)]
     return [below, above]
 
 
@@ -81,7 +81,7 @@ def _bar_panel(ax: Any, labels: list[str], values: list[float], intervals: list,
     ax.set_ylabel(ylabel)
     ax.set_title(title, fontsize=10)
     ax.grid(axis="y", alpha=0.3)
-    tops = [v if ci is None else max(v, ci[1]) for v, ci in zip(values, intervals, strict=True)]
+    tops = [v if ci is None or ci[1] is None else max(v, ci[1]) for v, ci in zip(values, intervals, strict=True)]
     _cover(ax, 0.0, max(tops) if tops else 1.0)
     for x, v, top, ci in zip(xs, values, tops, intervals, strict=True):
         ax.annotate(fmt.format(v) + ("\nn=1, no interval" if ci is None else ""), (x, top),
@@ -93,7 +93,7 @@ def _scenarios(axes: tuple, tables: list[dict]) -> None:
     labels = [t["scenario"] + (f"\n{t['variant']}" if len(variants) > 1 else "") for t in tables]
     rows = [t["rows"][0] for t in tables]
     mpps = [r["pps"] / 1e6 for r in rows]
-    mpps_ci = [None if pps_interval(r) is None else [x / 1e6 for x in pps_interval(r)] for r in rows]
+    mpps_ci = [pps_interval(r, 1e6) for r in rows]
     ns = [r["ns_per_packet"] for r in rows]
     ns_ci = [ns_interval(r) for r in rows]
     n_note = "n=" + ",".join(str(n) for n in sorted({r["n"] for r in rows}))
@@ -127,13 +127,13 @@ def _sweeps(axes: tuple, tables: list[dict], xkey: str) -> None:
         ticklabels = labels or ticklabels
         label = f"{t['scenario']}/{t['variant']}"
         mpps = [r["pps"] / 1e6 for r in t["rows"]]
-        mpps_ci = [None if pps_interval(r) is None else [x / 1e6 for x in pps_interval(r)] for r in t["rows"]]
+        mpps_ci = [pps_interval(r, 1e6) for r in t["rows"]]
         ns = [r["ns_per_packet"] for r in t["rows"]]
         ns_ci = [ns_interval(r) for r in t["rows"]]
         a1.errorbar(xs, mpps, yerr=_err(mpps, mpps_ci), marker="o", capsize=3, label=label)
         a2.errorbar(xs, ns, yerr=_err(ns, ns_ci), marker="o", capsize=3, label=label)
         lo1 += [v if ci is None else ci[0] for v, ci in zip(mpps, mpps_ci, strict=True)]
-        hi1 += [v if ci is None else ci[1] for v, ci in zip(mpps, mpps_ci, strict=True)]
+        hi1 += [v if ci is None or ci[1] is None else ci[1] for v, ci in zip(mpps, mpps_ci, strict=True)]
         lo2 += [v if ci is None else ci[0] for v, ci in zip(ns, ns_ci, strict=True)]
         hi2 += [v if ci is None else ci[1] for v, ci in zip(ns, ns_ci, strict=True)]
     _cover(a1, min(lo1), max(hi1))
@@ -181,21 +181,58 @@ def _ab(ax: Any, cmps: list[dict]) -> None:
     lo, hi = ax.get_xlim()
     ax.set_xlim(lo, hi + 0.6 * (hi - lo))
     for y, d, ci, c in zip(ys, deltas, intervals, cmps, strict=True):
-        note = "n=1, no interval" if ci is None else f"CI [{ci[0]:+.2f}, {ci[1]:+.2f}]"
+        note = "n=1, no interval" if ci is None else f"CI [{ci[0]:+.2f}, {ci[1]:+.2f}] {c.get('call', '')}"
         ax.annotate(f"{d:+.2f} ns {note}, n={c['baseline']['n']}/{c['candidate']['n']}", (hi, y),
                     textcoords="offset points", xytext=(4, 0), va="center", fontsize=7)
     base = cmps[0]["baseline"].get("variant", "baseline") if cmps else "baseline"
     cand = cmps[0]["candidate"].get("variant", "candidate") if cmps else "candidate"
     ax.set_xlabel(f"delta ns/packet ({cand} minus {base}); negative = faster"
                   + (f"; all rows: {_params(common)}" if common else ""))
-    ax.set_title("A/B: delta ns/packet with 95% interval (green faster, red slower, grey not significant)",
-                 fontsize=10)
+    holm_used = any(c.get("decision") == "holm" for c in cmps)
+    ax.set_title("A/B: delta ns/packet, 95% interval; green faster, red slower, grey not significant"
+                 + (" (Holm-adjusted)" if holm_used else ""), fontsize=10)
     ax.grid(axis="x", alpha=0.3)
+
+
+NOTE_LINES = 14  # at most this many lines of notices under the plot; the rest are counted
+NOTE_LINE_IN = 0.15  # inches per line of notices (7 pt text)
+
+
+def _note_lines(report: dict, width_in: float) -> list[str]:
+    """The report's notices (caveat, warnings, Holm) wrapped to the figure's width, for its foot."""
+    import textwrap
+
+    from ansible_collections.xdplab.testbed.plugins.module_utils.results._report import notices
+
+    chars = int(width_in * 72 / 7 * 1.6)  # 7 pt DejaVu Sans: about 1.6 characters per em
+    lines = []
+    for kind, text in notices(report):
+        lines += textwrap.wrap(f"{kind.upper()}: {text}", chars, subsequent_indent="   ")
+    if len(lines) > NOTE_LINES:
+        lines = lines[:NOTE_LINES - 1] + [f"... {len(lines) - NOTE_LINES + 1} more lines in the text report"]
+    return lines
+
+
+def _with_notes(fig: Any, report: dict) -> Any:
+    """Lay the figure out with room at its foot for the notices, and write them there."""
+    w, h = fig.get_size_inches()
+    lines = _note_lines(report, w)
+    if not lines:
+        fig.tight_layout()
+        return fig
+    foot = NOTE_LINE_IN * len(lines) + 0.2
+    fig.set_size_inches(w, h + foot)
+    frac = foot / (h + foot)
+    fig.tight_layout(rect=(0.0, frac, 1.0, 1.0))
+    fig.text(0.01, frac - 0.05 / (h + foot), "\n".join(lines), ha="left", va="top", fontsize=7,
+             label="notices")
+    return fig
 
 
 def figure(report: dict) -> Any:
     """The report's Figure (not saved). Axes carry their role in their label:
-    scenarios-mpps, scenarios-ns, sweep-mpps-<key>, sweep-ns-<key>, ab-delta."""
+    scenarios-mpps, scenarios-ns, sweep-mpps-<key>, sweep-ns-<key>, ab-delta; the notices under
+    the plot are the text labelled "notices"."""
     from matplotlib.figure import Figure
 
     k = kind(report)
@@ -207,8 +244,7 @@ def figure(report: dict) -> Any:
             _ab(ax, cmps)
         else:
             ax.text(0.5, 0.5, "no matched records to compare", ha="center", transform=ax.transAxes)
-        fig.tight_layout()
-        return fig
+        return _with_notes(fig, report)
     tables = report.get("sweeps") or []
     singles = [t for t in tables if len(t["rows"]) == 1]
     by_key: dict[str, list[dict]] = {}
@@ -231,8 +267,7 @@ def figure(report: dict) -> Any:
     if not tables:
         ax = fig.add_subplot(1, 1, 1, label="empty")
         ax.text(0.5, 0.5, "no records", ha="center", transform=ax.transAxes)
-    fig.tight_layout()
-    return fig
+    return _with_notes(fig, report)
 
 
 def png_bytes(report: dict, dpi: int = 110) -> bytes:

@@ -9,7 +9,7 @@ import json
 import os
 
 from ansible_collections.xdplab.testbed.plugins.module_utils.results._record_schema import SCHEMA
-from ansible_collections.xdplab.testbed.plugins.module_utils.results._statistics import ns_samples, summarize
+from ansible_collections.xdplab.testbed.plugins.module_utils.results._statistics import no_spread, ns_samples, summarize
 
 HEADER = ("scenario", "variant", "pps", "ns/packet", "+-ns (95%)", "n", "bound", "loss")
 CAVEAT = ("n counts repetitions of one back-to-back run: the +-ns interval shows within-run noise only, "
@@ -18,20 +18,27 @@ CAVEAT = ("n counts repetitions of one back-to-back run: the +-ns interval shows
 
 def _ns(rec: dict) -> tuple[float, str]:
     """ns/packet and its 95% half-width, by the comparison estimator: mean of per-repetition ns/packet."""
-    s = summarize(ns_samples(rec["samples"]))
+    ns = ns_samples(rec["samples"])
+    s = summarize(ns)
     if not s["ci95"]:
         return s["mean"], "n=1, no interval"
-    if s["stdev"] == 0:
+    if no_spread(ns):
         return s["mean"], "zero variance, no interval"
     return s["mean"], f"{(s['ci95'][1] - s['ci95'][0]) / 2:.2f}"
 
 
+def worst_loss(rec: dict) -> float | None:
+    """Largest loss of the repetitions, signed (a share of the packets sent): a negative one is a
+    surplus (packets not ours); None when the repetitions do not say."""
+    losses = [r.get("loss") for r in rec.get("reps") or [] if isinstance(r, dict)
+              and isinstance(r.get("loss"), (int, float)) and not isinstance(r.get("loss"), bool)]
+    return max(losses, key=abs) if losses else None
+
+
 def _loss(rec: dict) -> str:
-    """Largest loss of the repetitions, signed: a negative one is a surplus (packets not ours)."""
-    losses = [r.get("loss") for r in rec.get("reps", []) if r.get("loss") is not None]
-    if not losses:
+    worst = worst_loss(rec)
+    if worst is None:
         return "-"
-    worst = max(losses, key=abs)
     return f"{100 * worst:.2f}%" + (" surplus" if worst < 0 else "")
 
 

@@ -5,21 +5,39 @@
 # PRIVATE to the xdplab.testbed collection: not a public API, may change without notice.
 #
 # Statistics for packet-rate samples: the result record v1 ``summary``, Student t
-# quantiles (no scipy: regularized incomplete beta + bisection), Welch's t
-# interval for a difference in ns/packet, and the A/A noise helpers.
-"""Statistics for xdplab.testbed result records (pure Python, no scipy)."""
+# distribution (scipy.special on the controller), Welch's t interval for a difference in
+# ns/packet, and the A/A noise helpers.
+"""Statistics for xdplab.testbed result records.
+
+The Student t distribution, the normal quantile and the beta quantiles come from scipy.special
+(a controller requirement, requirements.txt): its tails are exact to double precision where a
+home-made 2 * (1 - cdf) printed 0.0 below about 1e-11. A host without scipy (the QEMU guest that
+writes pktgen records) gets only ``t_quantile`` from a pure-Python fallback, for the central
+quantiles a record ``summary`` needs; the controller recomputes every summary when it loads a
+record, so no figure a report prints comes from the fallback.
+"""
 
 from __future__ import annotations
 
 import math
 from collections.abc import Sequence
 
+try:
+    from scipy import special as _special
+
+    HAS_SCIPY = True
+except ImportError:  # pragma: no cover - depends on the host (the QEMU guest has no scipy)
+    _special = None
+    HAS_SCIPY = False
+
 __all__ = [
     "StatsError",
     "check_samples",
     "summarize",
     "t_cdf",
+    "t_sf",
     "t_quantile",
+    "no_spread",
     "normal_quantile",
     "welch",
     "ns_samples",
@@ -118,20 +136,43 @@ def _normal_pdf(z: float) -> float:
     return math.exp(-0.5 * z * z) / math.sqrt(2.0 * math.pi)
 
 
-def t_cdf(t: float, df: float) -> float:
-    """CDF of Student's t distribution with df degrees of freedom (df > 0, may be fractional)."""
-    if not df > 0:
-        raise StatsError(f"degrees of freedom must be > 0, got {df!r}")
+def _t_cdf_fallback(t: float, df: float) -> float:
+    """Pure-Python t CDF (incomplete beta; Fisher's expansion past df 2e5): central values only."""
     if math.isinf(t):
         return 1.0 if t > 0 else 0.0
     if df > _LARGE_DF:
-        # Fisher's expansion to first order: its error falls as 1/df^2 (< 2e-11 here), while
-        # the incomplete beta loses digits to lgamma's cancellation and stops converging
-        # (df ~ 1e12 from repetitions_needed on a tiny effect).
         return 0.5 * math.erfc(-t / math.sqrt(2.0)) - _normal_pdf(t) * (t ** 3 + t) / (4.0 * df)
     x = df / (df + t * t)
     tail = 0.5 * _betainc(df / 2.0, 0.5, x)
     return 1.0 - tail if t >= 0 else tail
+
+
+def _check_df(df: float) -> float:
+    if isinstance(df, bool) or not isinstance(df, (int, float)) or not df > 0 or math.isnan(df):
+        raise StatsError(f"degrees of freedom must be a number > 0, got {df!r}")
+    return float(df)
+
+
+def _need_scipy(what: str) -> None:
+    if not HAS_SCIPY:
+        raise StatsError(f"{what} needs scipy (a controller requirement: pip install -r requirements.txt)")
+
+
+def t_cdf(t: float, df: float) -> float:
+    """CDF of Student's t distribution with df degrees of freedom (df > 0, may be fractional)."""
+    df = _check_df(df)
+    _need_scipy("t_cdf")
+    return float(_special.stdtr(df, t))
+
+
+def t_sf(t: float, df: float) -> float:
+    """Upper tail P(T > t) of Student's t, computed as a tail (never 1 - cdf): exact down to the
+    smallest doubles (a two-sided p-value is 2 * t_sf(|t|, df))."""
+    df = _check_df(df)
+    _need_scipy("t_sf")
+    if df == 1.0 and t > 1.0:  # Cauchy: t * t overflows scipy's form past 1e154; atan(1/t) does not
+        return math.atan(1.0 / t) / math.pi
+    return float(_special.stdtr(df, -t))
 
 
 def _invert(cdf, p: float, lo: float, hi: float, rel_tol: float) -> float:
@@ -148,29 +189,51 @@ def _invert(cdf, p: float, lo: float, hi: float, rel_tol: float) -> float:
     return (lo + hi) / 2.0
 
 
+def _lower_t_quantile(p: float, df: float) -> float:
+    """The t < 0 with P(T <= t) = p (p < 0.5), with scipy. stdtrit is exact where it converges; far
+    in the tail of a small df it returns inf (df 2.5, p 1e-300), so its answer is checked against the
+    CDF and, when off, found again by bisection on log|t| with the CDF, which stays exact there."""
+    if df == 1.0:  # Cauchy, closed form: exact for any p, where the t * t of the general form overflows
+        return math.tan(math.pi * (p - 0.5)) if p > 0.25 else -1.0 / math.tan(math.pi * p)
+    q = float(_special.stdtrit(df, p))
+    if math.isfinite(q) and q < 0 and abs(float(_special.stdtr(df, q)) / p - 1.0) < 1e-12:
+        return q
+    log_p = math.log(p)
+    u = _invert(lambda v: -math.log(float(_special.stdtr(df, -math.exp(v))) or 5e-324) + log_p,
+                0.0, 0.0, 710.0, rel_tol=1e-15)
+    return -math.exp(u)
+
+
 def t_quantile(p: float, df: float) -> float:
-    """Inverse CDF of Student's t: the t with P(T <= t) = p. Accurate to ~1e-10."""
-    if not 0.0 < p < 1.0:
+    """Inverse CDF of Student's t: the t with P(T <= t) = p, any p in (0, 1), any df > 0."""
+    if isinstance(p, bool) or not isinstance(p, (int, float)) or not 0.0 < p < 1.0:
         raise StatsError(f"probability must be in (0, 1), got {p!r}")
-    if not df > 0:
-        raise StatsError(f"degrees of freedom must be > 0, got {df!r}")
+    df = _check_df(df)
     if p == 0.5:
         return 0.0
+    if not HAS_SCIPY:  # pragma: no cover - exercised by test_stats's fallback test
+        return _t_quantile_fallback(p, df)
+    return _lower_t_quantile(p, df) if p < 0.5 else -_lower_t_quantile(1.0 - p, df)
+
+
+def _t_quantile_fallback(p: float, df: float) -> float:
+    """Pure-Python quantile (bisection on _t_cdf_fallback), ~1e-10 for 1e-6 < p < 1 - 1e-6."""
     if p < 0.5:
-        return -t_quantile(1.0 - p, df)
+        return -_t_quantile_fallback(1.0 - p, df)
     lo, hi = 0.0, 1.0
-    while t_cdf(hi, df) < p:
+    while _t_cdf_fallback(hi, df) < p:
         lo, hi = hi, hi * 2.0
-        if hi > 1e12:  # pragma: no cover - p astronomically close to 1
-            raise StatsError(f"t quantile out of range for p={p!r}, df={df!r}")
-    return _invert(lambda x: t_cdf(x, df), p, lo, hi, rel_tol=1e-12)
+        if hi > 1e12:
+            raise StatsError(f"t quantile out of the fallback's range for p={p!r}, df={df!r}: install scipy")
+    return _invert(lambda x: _t_cdf_fallback(x, df), p, lo, hi, rel_tol=1e-12)
 
 
 def normal_quantile(p: float) -> float:
-    """Inverse CDF of the standard normal (bisection on math.erf)."""
+    """Inverse CDF of the standard normal."""
     if not 0.0 < p < 1.0:
         raise StatsError(f"probability must be in (0, 1), got {p!r}")
-    return _invert(lambda x: 0.5 * (1.0 + math.erf(x / math.sqrt(2.0))), p, -40.0, 40.0, rel_tol=0.0)
+    _need_scipy("normal_quantile")
+    return float(_special.ndtri(p))
 
 
 # ----------------------------------------------------------------------- summary
@@ -188,31 +251,31 @@ def summarize(samples: Sequence[float], pkt_size: int | None = None) -> dict:
     """Record v1 ``summary`` of packet-rate samples (packets/s).
 
     Returns n, mean, stdev (sample stdev, n-1; 0.0 when n == 1), ci95 ([lo, hi],
-    Student t on the mean; None when n == 1), ns_per_packet (1e9 / mean) and,
-    when pkt_size is given, gbps = mean * pkt_size * 8 / 1e9 (frame bytes only:
-    Ethernet preamble, SFD and inter-frame gap, 20 B per frame, are NOT included).
+    Student t on the mean; None when n == 1), ns_per_packet and ci95_ns (the
+    comparison estimator, the mean of per-sample 1e9/pps with its Student t
+    interval: the number every report prints for this record) and, when pkt_size
+    is given, gbps = mean * pkt_size * 8 / 1e9 (frame bytes only: Ethernet
+    preamble, SFD and inter-frame gap, 20 B per frame, are NOT included).
     """
     values = check_samples(samples)
     n = len(values)
-    mean, stdev = _mean_stdev(values)
-    if stdev is None:
-        ci95 = None
-        stdev = 0.0
-    else:
-        half = t_quantile(0.975, n - 1) * stdev / math.sqrt(n)
-        ci95 = [mean - half, mean + half]
-    out = {
-        "n": n,
-        "mean": mean,
-        "stdev": stdev,
-        "ci95": ci95,
-        "ns_per_packet": 1e9 / mean,
-    }
+    out = {"n": n}
+    out["mean"], out["stdev"], out["ci95"] = _t_interval(values)
+    out["ns_per_packet"], _dummy, out["ci95_ns"] = _t_interval([1e9 / v for v in values])
     if pkt_size is not None:
         if isinstance(pkt_size, bool) or not isinstance(pkt_size, int) or pkt_size <= 0:
             raise StatsError(f"pkt_size must be a positive integer, got {pkt_size!r}")
-        out["gbps"] = mean * pkt_size * 8 / 1e9
+        out["gbps"] = out["mean"] * pkt_size * 8 / 1e9
     return out
+
+
+def _t_interval(values: list[float]) -> tuple[float, float, list[float] | None]:
+    """mean, sample stdev (0.0 for one value) and the 95% Student t interval of the mean (None for one)."""
+    mean, stdev = _mean_stdev(values)
+    if stdev is None:
+        return mean, 0.0, None
+    half = t_quantile(0.975, len(values) - 1) * stdev / math.sqrt(len(values))
+    return mean, stdev, [mean - half, mean + half]
 
 
 # ------------------------------------------------------------ A/B in ns/packet
@@ -222,14 +285,29 @@ def ns_samples(samples: Sequence[float]) -> list[float]:
     return [1e9 / v for v in check_samples(samples)]
 
 
+# Values that differ by less than this, relative to their size, are equal: 1e9/999999 three times
+# leaves a rounding residue of ~1e-14 in the variance, not a measured spread. A real rate is never
+# measured to 1e-9.
+SPREAD_REL_TOL = 1e-9
+
+
+def no_spread(values: Sequence[float], rel_tol: float = SPREAD_REL_TOL) -> bool:
+    """True when every value equals the others to ``rel_tol`` of the largest magnitude."""
+    vals = [float(v) for v in values]
+    return max(vals) - min(vals) <= rel_tol * max(abs(v) for v in vals)
+
+
 def welch(baseline: Sequence[float], candidate: Sequence[float], level: float = 0.95) -> dict:
     """Welch's t interval for mean(candidate) - mean(baseline).
 
     Both inputs are already in the unit of comparison (ns/packet here).
     With n < 2 on either side there is no interval: ``ci`` is None and
-    ``significant`` is False, ``note`` says "n=1, no interval". With zero
-    variance on both sides there is no interval either (the noise is unknown,
-    not zero: integer rates under a rate cap): ``note`` says so, never significant.
+    ``significant`` is False, ``note`` says "n=1, no interval". With no spread on
+    both sides (every value equal to a relative 1e-9, ``no_spread``) there is no
+    interval either (the noise is unknown, not zero: integer rates under a rate cap):
+    ``note`` says so, never significant. A side without spread next to one with it
+    counts as variance 0 (Welch's df then rests on the other side alone, as scipy's).
+    The p-value is two-sided, 2 * P(T > |t|) computed as a tail (exact down to 1e-300).
     """
     a = [float(v) for v in baseline]
     b = [float(v) for v in candidate]
@@ -243,12 +321,14 @@ def welch(baseline: Sequence[float], candidate: Sequence[float], level: float = 
     if sa is None or sb is None:
         out["note"] = "n=1, no interval"
         return out
-    va, vb = sa * sa / len(a), sb * sb / len(b)
-    se = math.sqrt(va + vb)
-    if se == 0.0:
+    flat_a, flat_b = no_spread(a), no_spread(b)
+    if flat_a and flat_b:
         # identical samples on each side: no estimate of the noise, so no interval (scipy: NaN).
         out["note"] = "zero variance on both sides, no interval"
         return out
+    va = 0.0 if flat_a else sa * sa / len(a)
+    vb = 0.0 if flat_b else sb * sb / len(b)
+    se = math.sqrt(va + vb)
     denom = 0.0
     if va > 0:
         denom += va * va / (len(a) - 1)
@@ -257,8 +337,7 @@ def welch(baseline: Sequence[float], candidate: Sequence[float], level: float = 
     df = (va + vb) ** 2 / denom
     q = t_quantile(0.5 + level / 2.0, df)
     t = delta / se
-    out.update(ci=[delta - q * se, delta + q * se], df=df, t=t,
-               p_value=2.0 * (1.0 - t_cdf(abs(t), df)))
+    out.update(ci=[delta - q * se, delta + q * se], df=df, t=t, p_value=min(1.0, 2.0 * t_sf(abs(t), df)))
     out["significant"] = out["ci"][0] > 0.0 or out["ci"][1] < 0.0
     return out
 
@@ -373,7 +452,8 @@ def binomial_interval(k: int, n: int, level: float = 0.95) -> tuple[float, float
     if not 0.0 < level < 1.0:
         raise StatsError(f"level must be in (0, 1), got {level!r}")
     tail = (1.0 - level) / 2.0
-    # the bounds are quantiles of beta distributions: invert the regularized incomplete beta
-    lower = 0.0 if k == 0 else _invert(lambda x: _betainc(k, n - k + 1, x), tail, 0.0, 1.0, rel_tol=1e-15)
-    upper = 1.0 if k == n else _invert(lambda x: _betainc(k + 1, n - k, x), 1.0 - tail, 0.0, 1.0, rel_tol=1e-15)
+    _need_scipy("binomial_interval")
+    # the bounds are quantiles of beta distributions
+    lower = 0.0 if k == 0 else float(_special.betaincinv(k, n - k + 1, tail))
+    upper = 1.0 if k == n else float(_special.betaincinv(k + 1, n - k, 1.0 - tail))
     return lower, upper

@@ -64,11 +64,13 @@ def test_licences_and_spdx_headers():
     assert "Version 2" in (ROOT / "LICENSES" / "GPL-2.0-only.txt").read_text()[:300]
     c_files = [p for p in (ROOT / "files").rglob("*") if p.suffix in (".c", ".h")]
     assert len(c_files) >= 10
+    # REUSE-IgnoreStart (the strings the test looks for, not this file's licence)
     for p in c_files:
         assert "SPDX-License-Identifier: GPL-2.0-only" in p.read_text().splitlines()[0], p
     py_files = [*ROOT.glob("plugins/**/*.py"), *ROOT.glob("roles/*/files/*.py"), *ROOT.glob("tools/*.py")]
     for p in py_files:
         assert "# SPDX-License-Identifier: GPL-3.0-or-later\n" in p.read_text()[:600], p
+    # REUSE-IgnoreEnd
 
 
 def test_requires_ansible_is_the_execution_environments_range():
@@ -102,3 +104,39 @@ def test_execution_environment_builds_a_context(tmp_path):
                                              (">=11.0.0,<12.0.0", "12.0.0", False)])
 def test_in_range(spec, version, ok):
     assert in_range(version, spec) is ok
+
+
+def _release_key(version: str) -> tuple[int, ...]:
+    return tuple(int(part) for part in version.split("."))
+
+
+def test_version_is_the_latest_release_and_the_changelog_says_so():
+    # galaxy.yml's version is the newest release antsibull-changelog recorded (a later one while
+    # fragments wait for it), CHANGELOG.rst was generated from that record, and no module claims a
+    # version_added beyond the collection's version.
+    releases = yaml.safe_load((ROOT / "changelogs" / "changelog.yaml").read_text())["releases"]
+    latest = max(releases, key=_release_key)
+    assert _release_key(GALAXY["version"]) >= _release_key(latest), (GALAXY["version"], latest)
+    pending = [p for p in (ROOT / "changelogs" / "fragments").glob("*.y*ml")]
+    if pending:
+        assert _release_key(GALAXY["version"]) > _release_key(latest), (
+            f"fragments wait for the next release, but galaxy.yml says {GALAXY['version']}, released already")
+    rst = (ROOT / "CHANGELOG.rst").read_text()
+    for version in releases:
+        assert f"\nv{version}\n" in rst, f"CHANGELOG.rst lacks v{version}: run antsibull-changelog generate"
+    claimed = {m.group(1) for p in ROOT.glob("plugins/*/*.py")
+               for m in re.finditer(r"^version_added:\s*\"?([0-9.]+)", p.read_text(), re.M)}
+    assert claimed and all(_release_key(v) <= _release_key(GALAXY["version"]) for v in claimed), claimed
+
+
+def test_changelog_lints():
+    proc = subprocess.run([str(BIN / "antsibull-changelog"), "lint"], capture_output=True, text=True, cwd=ROOT,
+                          timeout=120, check=False)
+    assert proc.returncode == 0 and not proc.stdout.strip(), proc.stdout + proc.stderr
+
+
+def test_reuse_lint_is_clean():
+    # Every file has copyright and licence information (its own SPDX header or REUSE.toml).
+    proc = subprocess.run([str(BIN / "reuse"), "lint", "-q"], capture_output=True, text=True, cwd=ROOT,
+                          timeout=120, check=False)
+    assert proc.returncode == 0, (proc.stdout + proc.stderr)[-3000:]

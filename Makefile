@@ -10,7 +10,7 @@ export LC_ALL := C.UTF-8
 # The guest kernel the QEMU runner tests boot: built by the kernel role (molecule/kernel) unless given.
 GUEST_KERNEL ?= /var/lib/xdplab/kernel/baseline/bzImage
 
-.PHONY: help deps-lab deps deps-apt deps-apt-test deps-apt-check uninstall deps-test venv venv-test collection bench test unit integration qemu faults lint sanity molecule bench-perf build clean vmlab vmlab-up vmlab-down vmlab-test vmlab-faults vmlab-disk-test
+.PHONY: help deps-lab deps deps-apt deps-apt-test deps-apt-check uninstall deps-test venv venv-test collection bench test unit integration qemu faults lint sanity molecule bench-perf build clean vmlab vmlab-up vmlab-down vmlab-test vmlab-faults vmlab-disk-test ee-context
 
 help:
 	@echo "make bench       install what bench.yml needs, run it on the virtual test bed (BENCH_ARGS=--check: change nothing)"
@@ -182,6 +182,10 @@ vmlab: deps-lab
 
 build: venv
 	$(BIN)/ansible-galaxy collection build --force --output-path build/
+
+# The execution environment's build context (build/ee): the image carries the collection's tarball.
+ee-context: build venv-test
+	$(BIN)/ansible-builder create -f execution-environment.yml -c build/ee
 
 clean:
 	rm -rf build .pytest_cache .ruff_cache

@@ -5,7 +5,9 @@ execution environment definition that ansible-builder accepts."""
 from __future__ import annotations
 
 import json
+import os
 import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -83,13 +85,28 @@ def test_requires_ansible_is_the_execution_environments_range():
 
 
 def test_execution_environment_builds_a_context(tmp_path):
+    # The context as `make ee-context` makes it: the collection's tarball under build/ beside the
+    # definition, which the image installs offline; the controller's lock and ledger directories made
+    # for the image's user.
     builder = BIN / "ansible-builder"
     assert builder.exists(), "ansible-builder is in requirements-test.txt: run make deps-test"
-    proc = subprocess.run([str(builder), "create", "-f", str(ROOT / "execution-environment.yml"),
-                           "-c", str(tmp_path / "ctx")], capture_output=True, text=True, cwd=ROOT, timeout=120,
+    for name in ("execution-environment.yml", "requirements.yml", "requirements-ee.txt", "bindep.txt"):
+        shutil.copy(ROOT / name, tmp_path / name)
+    env = {**os.environ, "ANSIBLE_CONFIG": str(tmp_path / "none.cfg")}
+    proc = subprocess.run([str(BIN / "ansible-galaxy"), "collection", "build", "--output-path",
+                           str(tmp_path / "build"), str(ROOT)], capture_output=True, text=True, timeout=300,
+                          env=env, check=False)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    proc = subprocess.run([str(builder), "create", "-f", str(tmp_path / "execution-environment.yml"),
+                           "-c", str(tmp_path / "ctx")], capture_output=True, text=True, cwd=tmp_path, timeout=120,
                           check=False)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     build = tmp_path / "ctx" / "_build"
+    assert [p.name for p in (build / "collections").iterdir()] == [f"xdplab-testbed-{GALAXY['version']}.tar.gz"]
+    containerfile = next((tmp_path / "ctx").glob("*file")).read_text()
+    install = containerfile.index("ansible-galaxy collection install --offline --no-deps")
+    assert install < containerfile.rindex("USER 1000")
+    assert "install -d -o 1000 -g 0 -m 0755 /run/xdplab /var/lib/xdplab" in containerfile
     assert (build / "bindep.txt").read_text() == (ROOT / "bindep.txt").read_text()
     assert yaml.safe_load((build / "requirements.yml").read_text())["collections"]
     # The introspection the image build runs: bindep and pip requirements parse.

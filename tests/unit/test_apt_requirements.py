@@ -37,7 +37,7 @@ PACKAGES = {
     "pkg-config": "pkgconf", "xz": "xz-utils", "chromium": "chromium", "mmdebstrap": "mmdebstrap",
     "mke2fs": "e2fsprogs", "mv": "coreutils", "ssh-keygen": "openssh-client", "ssh": "openssh-client",
     "pgrep": "procps", "sysctl": "procps", "grep": "grep", "cp": "coreutils", "dd": "coreutils",
-    "truncate": "coreutils", "sfdisk": "fdisk",
+    "truncate": "coreutils", "sfdisk": "fdisk", "apt-get": "apt", "userdel": "passwd",
 }
 # Run by `make` on the kernel tree and by the kernel role's QEMU initramfs, not named in argv.
 INDIRECT = ("depmod", "flex", "bison", "bc", "cpio", "busybox", "pkg-config", "llvm-strip", "xz")
@@ -73,7 +73,8 @@ def _files(patterns: list[str]) -> list[pathlib.Path]:
 def programs_named() -> dict[str, set[str]]:
     """program -> files that run it."""
     found: dict[str, set[str]] = {}
-    sources = [(p, _PY) for p in _files(["plugins/**/*.py", "tests/**/*.py", "files/**/*.py", "roles/**/*.py"])]
+    sources = [(p, _PY) for p in _files(["plugins/**/*.py", "tests/**/*.py", "files/**/*.py", "roles/**/*.py",
+                                         "tools/*.py"])]
     sources += [(p, _YAML) for p in _files(["roles/**/*.yml", "playbooks/*.yml", "molecule/**/*.yml", "*.yml"])]
     for path, patterns in sources:
         if path.resolve() == pathlib.Path(__file__).resolve():

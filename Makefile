@@ -10,11 +10,12 @@ export LC_ALL := C.UTF-8
 # The guest kernel the QEMU runner tests boot: built by the kernel role (molecule/kernel) unless given.
 GUEST_KERNEL ?= /var/lib/xdplab/kernel/baseline/bzImage
 
-.PHONY: help deps deps-apt deps-test venv venv-test collection bench test unit integration qemu faults lint sanity molecule bench-perf build clean vmlab vmlab-up vmlab-down vmlab-test vmlab-faults vmlab-disk-test bisect-test
+.PHONY: help deps-lab deps deps-apt deps-apt-test deps-apt-check uninstall deps-test venv venv-test collection bench test unit integration qemu faults lint sanity molecule bench-perf build clean vmlab vmlab-up vmlab-down vmlab-test vmlab-faults vmlab-disk-test ee-context bisect-test
 
 help:
-	@echo "make bench       install everything, run bench.yml on the virtual test bed"
+	@echo "make bench       install what bench.yml needs, run it on the virtual test bed (BENCH_ARGS=--check: change nothing)"
 	@echo "make test        install test deps, run unit, lint, sanity, molecule, integration, qemu and faults"
+	@echo "make uninstall   remove what make and the runs added to the host (UNINSTALL_KEEP, UNINSTALL_ARGS=--dry-run)"
 	@echo "make bench-perf  generator benchmarks (xdpgen's AF_PACKET path vs trafgen, paced rates) and harness overhead"
 	@echo "make build       ansible-galaxy collection build"
 	@echo "make vmlab       the lab in a box: guests up, smoke check over ssh, guests down"
@@ -23,22 +24,41 @@ help:
 	@echo "make vmlab-disk-test  kernels installed on a DUT that boots GRUB from its disk: boot once, verify, fall back"
 	@echo "make bisect-test  playbooks/bisect.yml under QEMU: a culprit around a patch that does not build, a null series"
 
-# Debian packages (root). A stamp keyed on the package list and the project's apt sources avoids
-# re-running apt. The sources in files/apt (bookworm-backports) go in before apt-get update; a line
-# `pkg/suite` in requirements-apt.txt takes that package from that suite.
-# The .pref files pin a package's dependencies to the same suite (apt takes them from the default one).
+# Debian packages (root), by tools/host_deps.py: it installs only the missing ones and records what the
+# transaction added, for `make uninstall`. `make bench` takes requirements-apt.txt (what bench.yml needs);
+# `make test` adds requirements-apt-test.txt and the apt sources of files/apt (bookworm-backports, and
+# the .pref pins that move a package's dependencies to the same suite), which the tool adds only after
+# checking the host is the Debian release they are made for. A stamp keyed on the lists and sources
+# avoids re-running apt. With `--check` in BENCH_ARGS, `make bench` only says what it would install.
 APT_SOURCES := $(wildcard files/apt/*.sources)
 APT_PREFS := $(wildcard files/apt/*.pref)
-$(VENV)/.apt-stamp: requirements-apt.txt $(APT_SOURCES) $(APT_PREFS)
+HOST_DEPS := $(PYTHON) tools/host_deps.py
+BENCH_CHECK := $(filter --check -C,$(BENCH_ARGS))
+define need_root
 	@if [ "$$(id -u)" != 0 ]; then echo "make: run as root (apt-get, netns, XDP)"; exit 1; fi
-	install -m 0644 $(APT_SOURCES) /etc/apt/sources.list.d/
-	install -m 0644 $(APT_PREFS) /etc/apt/preferences.d/
-	apt-get update -qq -o DPkg::Lock::Timeout=600
-	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends -o DPkg::Lock::Timeout=600 \
-	    $$(grep -v '^\s*#' requirements-apt.txt | tr '\n' ' ') >/dev/null
+endef
+$(VENV)/.apt-stamp: requirements-apt.txt
+	$(need_root)
+	$(HOST_DEPS) install requirements-apt.txt
 	mkdir -p $(VENV) && touch $@
 
-deps-apt: $(VENV)/.apt-stamp
+$(VENV)/.apt-test-stamp: requirements-apt.txt requirements-apt-test.txt $(APT_SOURCES) $(APT_PREFS)
+	$(need_root)
+	$(HOST_DEPS) install --sources files/apt requirements-apt.txt requirements-apt-test.txt
+	mkdir -p $(VENV) && touch $@ $(VENV)/.apt-stamp
+
+deps-apt: $(if $(BENCH_CHECK),deps-apt-check,$(VENV)/.apt-stamp)
+deps-apt-test: $(VENV)/.apt-test-stamp
+deps-apt-check:
+	@$(HOST_DEPS) install --dry-run requirements-apt.txt
+
+# Everything `make` and the collection's runs added to the host (README, "What make adds to the
+# host"): the recorded packages, the apt sources and pins, /var/lib/xdplab, /var/cache/xdplab,
+# /run/xdplab, the kernel build user. UNINSTALL_KEEP: what to keep, e.g. "state cache qemu-system-x86"
+# (`packages` keeps all packages). UNINSTALL_ARGS=--dry-run says what it would remove.
+uninstall:
+	$(need_root)
+	$(HOST_DEPS) uninstall $(UNINSTALL_ARGS) --keep $(UNINSTALL_KEEP)
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -60,7 +80,9 @@ collection:
 	@[ -L $(COLL_LINK) ] || ln -sfn ../../.. $(COLL_LINK)
 
 deps: deps-apt venv collection
-deps-test: deps-apt venv-test collection
+deps-test: deps-apt-test venv-test collection
+# The lab in a box needs QEMU, mmdebstrap and the kernel source of the test list.
+deps-lab: deps-apt-test venv collection
 
 bench: deps
 	$(BIN)/ansible-playbook bench.yml $(BENCH_ARGS)
@@ -142,7 +164,7 @@ lab_run = rc=0; $(BIN)/ansible-playbook $(VMLAB_INV) playbooks/vmlab_up.yml $(1)
 	  && $(BIN)/ansible-playbook $(VMLAB_INV) playbooks/prereqs.yml $(VMLAB_ARGS) $(2) || rc=1; \
 	$(BIN)/ansible-playbook $(VMLAB_INV) playbooks/vmlab_down.yml $(VMLAB_ARGS) || rc=1; \
 	exit $$rc
-vmlab-up: deps
+vmlab-up: deps-lab
 	$(BIN)/ansible-playbook $(VMLAB_INV) playbooks/vmlab_up.yml $(VMLAB_ARGS)
 
 vmlab-test: deps-test
@@ -162,14 +184,18 @@ vmlab-faults: deps-test
 vmlab-disk-test: deps-test
 	@$(call lab_run,-e vmlab_dut_boot=disk,&& $(BIN)/pytest -q tests/vmlab_disk)
 
-vmlab-down: deps
+vmlab-down: deps-lab
 	$(BIN)/ansible-playbook $(VMLAB_INV) playbooks/vmlab_down.yml $(VMLAB_ARGS)
 
-vmlab: deps
+vmlab: deps-lab
 	@$(call lab_run,,)
 
 build: venv
 	$(BIN)/ansible-galaxy collection build --force --output-path build/
+
+# The execution environment's build context (build/ee): the image carries the collection's tarball.
+ee-context: build venv-test
+	$(BIN)/ansible-builder create -f execution-environment.yml -c build/ee
 
 clean:
 	rm -rf build .pytest_cache .ruff_cache

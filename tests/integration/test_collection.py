@@ -6,11 +6,14 @@ collection's Python requirements, and the declared collections; no `ansible` pac
 
 from __future__ import annotations
 
+import hashlib
+import io
 import json
 import os
 import re
 import subprocess
 import sys
+import tarfile
 from pathlib import Path
 
 import ansible_collections
@@ -34,8 +37,33 @@ def run(argv, cwd, env=None, timeout=600):
 BUNDLE = next(Path(p) for p in ansible_collections.__path__ if (Path(p) / "community" / "general").is_dir())
 
 
+def _collection_tarball(installed_copy: Path, out: Path) -> Path:
+    """An installed collection (MANIFEST.json and FILES.json at its top) packed as Galaxy packs one:
+    the tarball a user brings from a machine with Galaxy access (`ansible-galaxy collection download`).
+    The `ansible` package leaves out some files its FILES.json lists (CI files): the manifest is
+    rewritten to the files that are there, with FILES.json's checksum in MANIFEST.json."""
+    manifest = json.loads((installed_copy / "MANIFEST.json").read_text())
+    files = json.loads((installed_copy / "FILES.json").read_text())
+    files["files"] = [f for f in files["files"] if f["name"] == "." or (installed_copy / f["name"]).exists()]
+    files_json = json.dumps(files).encode()
+    manifest["file_manifest_file"]["chksum_sha256"] = hashlib.sha256(files_json).hexdigest()
+    info = manifest["collection_info"]
+    tarball = out / f"{info['namespace']}-{info['name']}-{info['version']}.tar.gz"
+    with tarfile.open(tarball, "w:gz") as tar:
+        for name, data in (("MANIFEST.json", json.dumps(manifest).encode()), ("FILES.json", files_json)):
+            member = tarfile.TarInfo(name)
+            member.size = len(data)
+            tar.addfile(member, io.BytesIO(data))
+        for entry in files["files"]:
+            if entry["name"] != ".":
+                tar.add(installed_copy / entry["name"], arcname=entry["name"], recursive=False)
+    return tarball
+
+
 @pytest.fixture(scope="module")
-def installed(tmp_path_factory):
+def installed(tmp_path_factory, minimal):
+    """README's offline install with plain ansible-core: the built tarball and the two dependencies'
+    tarballs, `ansible-galaxy collection install --offline` with the minimal venv's ansible-galaxy."""
     tmp = tmp_path_factory.mktemp("collection")
     colls = tmp / "colls"
     # Nothing from the checkout's ansible.cfg: its collections path holds the working tree itself,
@@ -44,14 +72,12 @@ def installed(tmp_path_factory):
     env = installed_env(tmp, colls)
     run([str(BIN / "ansible-galaxy"), "collection", "build", "--output-path", str(tmp), str(ROOT)], cwd=tmp, env=env)
     (tarball,) = tmp.glob("xdplab-testbed-*.tar.gz")
-    # The tarball with its dependencies resolved by galaxy against galaxy.yml's ranges; the
-    # dependencies' sources are the bundle's copies (no Galaxy server is reachable).
+    # The dependencies' tarballs, made from the bundle's copies (no Galaxy server is reachable); galaxy
+    # resolves them against galaxy.yml's ranges.
     deps = yaml.safe_load((ROOT / "galaxy.yml").read_text())["dependencies"]
-    reqs = [{"name": str(tarball), "type": "file"}] + [
-        {"name": str(BUNDLE / name.replace(".", "/")), "type": "dir"} for name in deps]
-    (tmp / "requirements.yml").write_text(yaml.safe_dump({"collections": reqs}))
-    run([str(BIN / "ansible-galaxy"), "collection", "install", "--offline", "-r", str(tmp / "requirements.yml"),
-         "-p", str(colls)], cwd=tmp, env={**env, "ANSIBLE_COLLECTIONS_SCAN_SYS_PATH": "false"})
+    dep_tarballs = [_collection_tarball(BUNDLE / name.replace(".", "/"), tmp) for name in deps]
+    run([str(minimal / "ansible-galaxy"), "collection", "install", "--offline", *map(str, dep_tarballs),
+         str(tarball), "-p", str(colls)], cwd=tmp, env=env)
     return tmp, colls
 
 
@@ -88,10 +114,25 @@ def test_tarball_holds_the_collection_and_no_build_junk(installed):
         assert not (base / junk).exists(), junk
     for path in ("LICENSE", "LICENSES/GPL-2.0-only.txt", "requirements.yml", "execution-environment.yml"):
         assert (base / path).is_file(), path
-    assert manifest["collection_info"]["dependencies"] == {
-        "community.general": ">=11.0.0,<12.0.0", "ansible.posix": ">=2.0.0,<3.0.0"}
-    for dep in ("community/general", "ansible/posix"):  # installed beside it, from the bundle
+    assert manifest["collection_info"]["dependencies"] == yaml.safe_load((ROOT / "galaxy.yml").read_text())[
+        "dependencies"]
+    for dep in ("community/general", "ansible/posix"):  # installed beside it, from their tarballs
         assert (colls / "ansible_collections" / dep / "MANIFEST.json").is_file(), dep
+
+
+def test_offline_install_beside_the_ansible_package(installed, tmp_path):
+    # README's other offline path: the `ansible` package carries the dependencies, so the tarball alone
+    # goes in with --offline --no-deps, and the installed copy finds community.general in the bundle.
+    tmp, _colls = installed
+    (tarball,) = tmp.glob("xdplab-testbed-*.tar.gz")
+    colls = tmp_path / "colls"
+    env = {**installed_env(tmp, colls), "ANSIBLE_COLLECTIONS_PATH": str(colls)}
+    run([str(BIN / "ansible-galaxy"), "collection", "install", "--offline", "--no-deps", str(tarball),
+         "-p", str(colls)], cwd=tmp, env=env)
+    assert not (colls / "ansible_collections" / "community").exists()  # --no-deps: nothing but ours
+    listed = run([str(BIN / "ansible-galaxy"), "collection", "list", "--format", "json"], cwd=tmp, env=env).stdout
+    found = {name for path in json.loads(listed).values() for name in path}
+    assert {"xdplab.testbed", "community.general", "ansible.posix"} <= found, sorted(found)
 
 
 def test_minimal_install_has_no_ansible_package(minimal):

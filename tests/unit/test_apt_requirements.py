@@ -1,10 +1,11 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""Every program the collection and its tests run comes from the base image or requirements-apt.txt.
+"""Every program the collection and its tests run comes from the base image or the apt lists.
 
 A fresh Debian 12 machine has the base image's packages and what `make` installs from
-requirements-apt.txt, nothing else. This test finds the programs that tests/, roles/, plugins/,
-molecule/ and the playbooks run (argv lists, get_bin_path, `argv:` in YAML) and fails when one is
-missing from the table below, or when its package is in neither list. Where the program is
+requirements-apt.txt (`make bench`) and requirements-apt-test.txt (`make test`), nothing else.
+This test finds the programs that tests/, roles/, plugins/, molecule/ and the playbooks run (argv
+lists, get_bin_path, `argv:` in YAML) and fails when one is missing from the table below, or when
+its package is in neither list. Where the program is
 installed, `dpkg -S` checks that the table names the package that really ships it.
 """
 
@@ -31,21 +32,24 @@ PACKAGES = {
     "nice": "coreutils", "nproc": "coreutils", "tail": "coreutils", "df": "coreutils", "sleep": "coreutils",
     "true": "coreutils", "timeout": "coreutils", "uname": "coreutils", "install": "coreutils",
     "patch": "patch", "qemu-system-x86_64": "qemu-system-x86", "systemctl": "systemd",
-    "tar": "tar", "trafgen": "netsniff-ng", "tuned-adm": "tuned", "dpkg-query": "dpkg",
+    "tar": "tar", "trafgen": "netsniff-ng", "dpkg-query": "dpkg",
     "flex": "flex", "bison": "bison", "bc": "bc", "cpio": "cpio", "busybox": "busybox-static",
     "pkg-config": "pkgconf", "xz": "xz-utils", "chromium": "chromium", "mmdebstrap": "mmdebstrap",
     "mke2fs": "e2fsprogs", "mv": "coreutils", "ssh-keygen": "openssh-client", "ssh": "openssh-client",
     "pgrep": "procps", "sysctl": "procps", "grep": "grep", "cp": "coreutils", "dd": "coreutils",
-    "truncate": "coreutils", "sfdisk": "fdisk",
+    "truncate": "coreutils", "sfdisk": "fdisk", "apt-get": "apt", "userdel": "passwd",
+    "taskset": "util-linux",
 }
 # Run by `make` on the kernel tree and by the kernel role's QEMU initramfs, not named in argv.
 INDIRECT = ("depmod", "flex", "bison", "bc", "cpio", "busybox", "pkg-config", "llvm-strip", "xz")
 # Run only on a target, never on the controller: the bootloader of a real host the kernel role installs a
-# kernel on (kernel_reboot_ok), and ovs-dpctl on a DUT whose kernel has openvswitch (xdp_flow's ovs
+# kernel on (kernel_reboot_ok), tuned-adm for a real host's tuned profile (host knobs; Debian's tuned
+# enables its service when installed, so no list installs it: the host that asks for a profile has it),
+# and ovs-dpctl on a DUT whose kernel has openvswitch (xdp_flow's ovs
 # variant; the lab in a box's guest image carries it, the controller's kernel has no openvswitch).
 TARGET_ONLY = {"grub-reboot": "grub2-common", "grub-set-default": "grub2-common",
                "update-grub": "grub2-common", "update-initramfs": "initramfs-tools", "grub-editenv": "grub-common",
-               "ovs-dpctl": "openvswitch-switch"}
+               "ovs-dpctl": "openvswitch-switch", "tuned-adm": "tuned"}
 # Built by the collection itself (files/xdpgen, files/xsk).
 BUILT = {"xdpgen", "xskgen", "xsksink", "udpgen", "udpsink", "flowins"}
 # Shell builtins and words the patterns below catch that are not programs.
@@ -70,7 +74,8 @@ def _files(patterns: list[str]) -> list[pathlib.Path]:
 def programs_named() -> dict[str, set[str]]:
     """program -> files that run it."""
     found: dict[str, set[str]] = {}
-    sources = [(p, _PY) for p in _files(["plugins/**/*.py", "tests/**/*.py", "files/**/*.py", "roles/**/*.py"])]
+    sources = [(p, _PY) for p in _files(["plugins/**/*.py", "tests/**/*.py", "files/**/*.py", "roles/**/*.py",
+                                         "tools/*.py"])]
     sources += [(p, _YAML) for p in _files(["roles/**/*.yml", "playbooks/*.yml", "molecule/**/*.yml", "*.yml"])]
     for path, patterns in sources:
         if path.resolve() == pathlib.Path(__file__).resolve():
@@ -117,8 +122,41 @@ def _package_list(path: pathlib.Path) -> set[str]:
     return {_parse_apt_item(item)[0] for item in _package_items(path)}
 
 
+BENCH_LIST = ROOT / "requirements-apt.txt"
+TEST_LIST = ROOT / "requirements-apt-test.txt"
+# What bench.yml runs on the embedded test bed (the roles it includes and the modules they call): its
+# packages must be in the bench list, so `make bench` alone has them.
+BENCH_PROGRAMS = ("ip", "tc", "ethtool", "nft", "bpftool", "clang", "llvm-strip", "gcc", "make", "trafgen",
+                  "pkg-config")
+# Only `make test` (and the lab in a box) needs these: they must stay out of the bench list.
+TEST_ONLY_PACKAGES = ("chromium", "dpdk", "dpdk-dev", "qemu-system-x86", "linux-source-6.12", "mmdebstrap",
+                      "shellcheck", "libxdp-dev", "sockperf", "iperf3")
+
+
 def installed_packages() -> set[str]:
-    return _package_list(BASE_IMAGE) | _package_list(ROOT / "requirements-apt.txt")
+    return _package_list(BASE_IMAGE) | _package_list(BENCH_LIST) | _package_list(TEST_LIST)
+
+
+def test_bench_list_has_what_bench_runs():
+    bench = _package_list(BASE_IMAGE) | _package_list(BENCH_LIST)
+    missing = {program: PACKAGES[program] for program in BENCH_PROGRAMS if PACKAGES[program] not in bench}
+    assert not missing, f"bench.yml runs these, but `make bench` does not install their packages: {missing}"
+
+
+def test_bench_list_leaves_the_test_only_packages_to_make_test():
+    heavy = _package_list(BENCH_LIST) & set(TEST_ONLY_PACKAGES)
+    assert not heavy, f"test-only packages in requirements-apt.txt (make bench installs them): {sorted(heavy)}"
+    assert set(TEST_ONLY_PACKAGES) <= _package_list(TEST_LIST) | _package_list(BASE_IMAGE)
+
+
+def test_no_list_installs_a_service_the_run_did_not_ask_for():
+    # tuned starts and enables its daemon on install, which retunes the host behind the run's back.
+    assert "tuned" not in _package_list(BENCH_LIST) | _package_list(TEST_LIST)
+
+
+def test_the_lists_name_each_package_once():
+    both = _package_list(BENCH_LIST) & _package_list(TEST_LIST)
+    assert not both, f"in both apt lists (one list per fact): {sorted(both)}"
 
 
 def test_the_scan_finds_the_programs_it_must():
@@ -140,7 +178,7 @@ def test_package_is_in_the_base_image_or_requirements(program):
     package = PACKAGES[program]
     assert package in installed_packages(), (
         f"{program!r} comes from the Debian package {package!r}, which is neither in the base image "
-        "nor in requirements-apt.txt: a fresh machine does not have it")
+        "nor in requirements-apt.txt or requirements-apt-test.txt: a fresh machine does not have it")
 
 
 def test_indirect_programs_are_in_the_table():
@@ -196,17 +234,19 @@ def test_the_list_parser_refuses_what_apt_would_not_take(item):
 
 def test_a_pinned_suite_is_set_up_by_the_project():
     # `pkg/suite` needs that suite in apt's sources on a fresh machine: files/apt must provide it.
-    pinned = {suite for item in _package_items(ROOT / "requirements-apt.txt")
-              for suite in [_parse_apt_item(item)[1]] if suite}
-    assert pinned, "requirements-apt.txt pins nothing to a suite (qemu-system-x86 must come from backports)"
+    pinned = {suite for item in _package_items(TEST_LIST) for suite in [_parse_apt_item(item)[1]] if suite}
+    assert pinned, "requirements-apt-test.txt pins nothing to a suite (qemu-system-x86 must come from backports)"
     assert pinned <= _project_suites() | {"bookworm"}, (
-        f"suites pinned in requirements-apt.txt without a source in files/apt: {sorted(pinned - _project_suites())}")
+        f"suites pinned in requirements-apt-test.txt without a source in files/apt: "
+        f"{sorted(pinned - _project_suites())}")
+    # `make bench` adds no apt source: its list takes everything from the host's own suites.
+    assert not any(_parse_apt_item(item)[1] for item in _package_items(BENCH_LIST))
 
 
 def test_qemu_comes_from_a_suite_with_igb():
     # bookworm's QEMU 7.2 has no emulated igb; the vmlab guests need it.
     items = {_parse_apt_item(item)[0]: _parse_apt_item(item)[1]
-             for item in _package_items(ROOT / "requirements-apt.txt")}
+             for item in _package_items(TEST_LIST)}
     assert items.get("qemu-system-x86") == "bookworm-backports"
 
 
@@ -234,4 +274,4 @@ def test_qemu_dependencies_follow_it_to_backports():
     assert pins.get("src:seabios") == "bookworm-backports", pins
     assert set(pins.values()) <= _project_suites(), f"pins to suites files/apt does not set up: {pins}"
     makefile = (ROOT / "Makefile").read_text(encoding="utf-8")
-    assert "/etc/apt/preferences.d/" in makefile and "files/apt/*.pref" in makefile
+    assert "--sources files/apt" in makefile and "files/apt/*.pref" in makefile

@@ -5,7 +5,9 @@ execution environment definition that ansible-builder accepts."""
 from __future__ import annotations
 
 import json
+import os
 import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -64,11 +66,13 @@ def test_licences_and_spdx_headers():
     assert "Version 2" in (ROOT / "LICENSES" / "GPL-2.0-only.txt").read_text()[:300]
     c_files = [p for p in (ROOT / "files").rglob("*") if p.suffix in (".c", ".h")]
     assert len(c_files) >= 10
+    # REUSE-IgnoreStart (the strings the test looks for, not this file's licence)
     for p in c_files:
         assert "SPDX-License-Identifier: GPL-2.0-only" in p.read_text().splitlines()[0], p
     py_files = [*ROOT.glob("plugins/**/*.py"), *ROOT.glob("roles/*/files/*.py"), *ROOT.glob("tools/*.py")]
     for p in py_files:
         assert "# SPDX-License-Identifier: GPL-3.0-or-later\n" in p.read_text()[:600], p
+    # REUSE-IgnoreEnd
 
 
 def test_requires_ansible_is_the_execution_environments_range():
@@ -81,13 +85,28 @@ def test_requires_ansible_is_the_execution_environments_range():
 
 
 def test_execution_environment_builds_a_context(tmp_path):
+    # The context as `make ee-context` makes it: the collection's tarball under build/ beside the
+    # definition, which the image installs offline; the controller's lock and ledger directories made
+    # for the image's user.
     builder = BIN / "ansible-builder"
     assert builder.exists(), "ansible-builder is in requirements-test.txt: run make deps-test"
-    proc = subprocess.run([str(builder), "create", "-f", str(ROOT / "execution-environment.yml"),
-                           "-c", str(tmp_path / "ctx")], capture_output=True, text=True, cwd=ROOT, timeout=120,
+    for name in ("execution-environment.yml", "requirements.yml", "requirements-ee.txt", "bindep.txt"):
+        shutil.copy(ROOT / name, tmp_path / name)
+    env = {**os.environ, "ANSIBLE_CONFIG": str(tmp_path / "none.cfg")}
+    proc = subprocess.run([str(BIN / "ansible-galaxy"), "collection", "build", "--output-path",
+                           str(tmp_path / "build"), str(ROOT)], capture_output=True, text=True, timeout=300,
+                          env=env, check=False)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    proc = subprocess.run([str(builder), "create", "-f", str(tmp_path / "execution-environment.yml"),
+                           "-c", str(tmp_path / "ctx")], capture_output=True, text=True, cwd=tmp_path, timeout=120,
                           check=False)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     build = tmp_path / "ctx" / "_build"
+    assert [p.name for p in (build / "collections").iterdir()] == [f"xdplab-testbed-{GALAXY['version']}.tar.gz"]
+    containerfile = next((tmp_path / "ctx").glob("*file")).read_text()
+    install = containerfile.index("ansible-galaxy collection install --offline --no-deps")
+    assert install < containerfile.rindex("USER 1000")
+    assert "install -d -o 1000 -g 0 -m 0755 /run/xdplab /var/lib/xdplab" in containerfile
     assert (build / "bindep.txt").read_text() == (ROOT / "bindep.txt").read_text()
     assert yaml.safe_load((build / "requirements.yml").read_text())["collections"]
     # The introspection the image build runs: bindep and pip requirements parse.
@@ -102,3 +121,35 @@ def test_execution_environment_builds_a_context(tmp_path):
                                              (">=11.0.0,<12.0.0", "12.0.0", False)])
 def test_in_range(spec, version, ok):
     assert in_range(version, spec) is ok
+
+
+def _release_key(version: str) -> tuple[int, ...]:
+    return tuple(int(part) for part in version.split("."))
+
+
+def test_version_is_the_latest_release_and_the_changelog_says_so():
+    # galaxy.yml's version is at least the newest release antsibull-changelog recorded, CHANGELOG.rst
+    # was generated from that record, and no plugin claims a version_added beyond the collection's
+    # version (7 modules said 0.2.0 while galaxy.yml said 0.1.0).
+    releases = yaml.safe_load((ROOT / "changelogs" / "changelog.yaml").read_text())["releases"]
+    latest = max(releases, key=_release_key)
+    assert _release_key(GALAXY["version"]) >= _release_key(latest), (GALAXY["version"], latest)
+    rst = (ROOT / "CHANGELOG.rst").read_text()
+    for version in releases:
+        assert f"\nv{version}\n" in rst, f"CHANGELOG.rst lacks v{version}: run antsibull-changelog generate"
+    claimed = {m.group(1) for p in ROOT.glob("plugins/*/*.py")
+               for m in re.finditer(r"^version_added:\s*\"?([0-9.]+)", p.read_text(), re.M)}
+    assert claimed and all(_release_key(v) <= _release_key(GALAXY["version"]) for v in claimed), claimed
+
+
+def test_changelog_lints():
+    proc = subprocess.run([str(BIN / "antsibull-changelog"), "lint"], capture_output=True, text=True, cwd=ROOT,
+                          timeout=120, check=False)
+    assert proc.returncode == 0 and not proc.stdout.strip(), proc.stdout + proc.stderr
+
+
+def test_reuse_lint_is_clean():
+    # Every file has copyright and licence information (its own SPDX header or REUSE.toml).
+    proc = subprocess.run([str(BIN / "reuse"), "lint", "-q"], capture_output=True, text=True, cwd=ROOT,
+                          timeout=120, check=False)
+    assert proc.returncode == 0, (proc.stdout + proc.stderr)[-3000:]

@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 import pytest
-from ansible_collections.xdplab.testbed.plugins.module_utils.common._progress import duration, eta
+from ansible_collections.xdplab.testbed.plugins.module_utils.common._progress import duration, eta, still_running
 
 T0 = 1_764_550_800.0  # 2025-12-01T01:00:00Z
 
@@ -31,3 +31,17 @@ def test_eta_refuses_nonsense(done, total):
 @pytest.mark.parametrize("s,text", [(0, "0s"), (59.6, "1m00s"), (245, "4m05s"), (3720, "1h02m")])
 def test_duration(s, text):
     assert duration(s) == text
+
+
+def test_still_running_reads_as_progress():
+    line = still_running("Run make (follow the build with tail -f /var/cache/b/xdplab-build.log)", "localhost",
+                         5, 229, 30, 152)
+    assert line == ("RUNNING: [localhost]: Run make (follow the build with tail -f /var/cache/b/xdplab-build.log): "
+                    "2m32s elapsed, poll 5 of 229, gives up in 1h52m")
+    assert "FAILED" not in line and "RETRYING" not in line
+
+
+@pytest.mark.parametrize("attempts,retries,delay,elapsed", [(0, 5, 1, 0), (6, 5, 1, 0), (1, 5, -1, 0), (1, 5, 1, -3)])
+def test_still_running_refuses_nonsense(attempts, retries, delay, elapsed):
+    with pytest.raises(ValueError, match="is not a wait"):
+        still_running("t", "h", attempts, retries, delay, elapsed)

@@ -43,3 +43,13 @@ def eta(done: int, total: int, started: float, now: float) -> dict:
         out["finish_utc"] = end.strftime("%Y-%m-%dT%H:%M:%SZ")
     out["text"] = text
     return out
+
+
+def still_running(task: str, host: str, attempts: int, retries: int, delay: float, elapsed: float) -> str:
+    """The line for one poll of a step that is still running (an async job not finished yet): done
+    polls, elapsed time and how long until the wait gives up. Not a failure, so not "FAILED"."""
+    if attempts < 1 or retries < attempts or delay < 0 or elapsed < 0:
+        raise ValueError(f"progress: poll {attempts} of {retries} every {delay} s after {elapsed} s is not a wait")
+    left = (retries - attempts) * delay
+    return (f"RUNNING: [{host}]: {task}: {duration(elapsed)} elapsed, poll {attempts} of {retries}, "
+            f"gives up in {duration(left)}")

@@ -86,7 +86,7 @@ def minimal(tmp_path_factory):
     """A venv with ansible-core at the supported minimum and the collection's Python requirements."""
     venv = tmp_path_factory.mktemp("minimal") / "venv"
     floor = yaml.safe_load((ROOT / "meta" / "runtime.yml").read_text())["requires_ansible"].removeprefix(">=")
-    pins = re.findall(r"^((?:pyroute2|matplotlib)==\S+)", (ROOT / "requirements.txt").read_text(), re.M)
+    pins = re.findall(r"^((?:pyroute2|matplotlib|scipy)==\S+)", (ROOT / "requirements.txt").read_text(), re.M)
     assert len(pins) == 2, pins
     run([sys.executable, "-m", "venv", str(venv)], cwd=venv.parent)
     run([str(venv / "bin" / "pip"), "install", "-q", f"ansible-core=={floor}", *pins], cwd=venv.parent, timeout=900)

@@ -483,6 +483,10 @@ class ActionModule(ActionBase):
             return None, dict(failed=True, msg=f"DUT counter {samp['counter']['description']}: {exc}",
                               runs=gen["runs"], sampler=samp)
         samp["bursts"] = [bursts[j].as_dict() for j in order]
+        skipped = len(samp["times"]) - len(times)  # readings of earlier traffic cut off the front
+        for burst in samp["bursts"]:  # the steady interval in the sampler's own readings (cost's)
+            burst["first"] += skipped
+            burst["last"] += skipped
         if samp.get("cost") is not None:  # one kernel for both: the generator's CPUs are in its /proc/stat
             gen_boot = gen.get("boot_id")
             samp["cost"]["same_kernel"] = gen_boot is not None and gen_boot == samp["cost"].get("boot_id")
@@ -540,7 +544,7 @@ class ActionModule(ActionBase):
                 if cost is not None:
                     shared = bool(cost.get("same_kernel"))
                     try:
-                        rep["dut_cost"] = rep_cost(cost, burst["first"], burst["last"],
+                        rep["dut_cost"] = rep_cost(cost, burst["first"], burst["last"], counts=sample.get("counts"),
                                                    generator_cpus=gen_cpus or [], same_kernel=shared)
                     except CostError as exc:
                         rep["warning"] = f"repetition {i + 1}: no dut_cost: {exc}"

@@ -128,6 +128,8 @@ cost:
     - C(prog_runs) per reading C([run_time_ns, run_cnt]) of the counter's program (absent for other counters).
     - C(packets_by_cpu) the program's packets per CPU over the sampling (absent for other counters).
     - C(bpf_stats_enabled) the sysctl's value at the start (0 means C(run_time_ns) does not move).
+    - C(napi_thread_ns) per reading the summed run time (C(/proc/<tid>/schedstat)) of the port's NAPI
+      kthreads, C(napi_threads) their names (only when the port's NAPI is threaded).
   returned: when O(dut_cost) is true and O(interval) is not 0
   type: dict
   sample: {"cpu_jiffies": [{"0": [100, 400, 20], "1": [5, 400, 0]}], "prog_runs": [[0, 0]],
@@ -151,6 +153,12 @@ from ansible_collections.xdplab.testbed.plugins.module_utils.traffic._dut_counte
     make_reader,
     parse_ethtool_stats,
     read_proc_stat,
+)
+from ansible_collections.xdplab.testbed.plugins.module_utils.traffic._napi_threads import (
+    NapiError,
+    napi_threads,
+    read_threaded,
+    thread_runtime_ns,
 )
 
 
@@ -177,9 +185,20 @@ class CostReader:
             self.stats = _bpf.StatsReader(spec["interface"], hook=spec["type"])
         self.prog_runs: list[list[int]] = []
         self.cpu_jiffies: list[dict[str, list[int]]] = []
+        self.thread_ns: list[int] = []
         self.by_cpu = self.stats.packets_by_cpu() if self.stats else None
+        # a port polled in kthreads (threaded NAPI): their run time is the DUT's receive path's
+        self.threads: dict[int, str] = {}
+        if spec.get("interface"):
+            try:
+                if read_threaded(spec["interface"]) == "1":
+                    self.threads = napi_threads(spec["interface"])
+            except NapiError:
+                self.threads = {}
 
     def __call__(self) -> None:
+        if self.threads:
+            self.thread_ns.append(sum(thread_runtime_ns(t) or 0 for t in self.threads))
         if self.stats:
             self.prog_runs.append(list(self.stats.run_stats()))
         with open("/proc/stat", encoding="ascii") as fh:
@@ -192,6 +211,8 @@ class CostReader:
                 out["bpf_stats_enabled"] = int(fh.read().strip())
         except (OSError, ValueError):
             out["bpf_stats_enabled"] = None
+        if self.threads:
+            out.update(napi_thread_ns=self.thread_ns, napi_threads={str(t): n for t, n in self.threads.items()})
         if self.stats:
             after = self.stats.packets_by_cpu()
             out.update(prog_runs=self.prog_runs, prog_id=self.stats.prog_id,

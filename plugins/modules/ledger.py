@@ -45,7 +45,7 @@ options:
   kind:
     description: Kind of object, with O(state=recorded) or O(state=absent).
     type: str
-    choices: [netns, xdp, tc, nft, ovs, neigh, addr, tuning, qemu, process]
+    choices: [netns, xdp, tc, nft, ovs, neigh, addr, tuning, qemu, process, napi]
   key:
     description:
       - What identifies the object. C(netns) C(name); C(xdp) and C(tc) C(interface); C(nft) C(family) and
@@ -57,7 +57,8 @@ options:
         NUL-separated C(/proc/PID/cmdline), so a reused pid is never killed), optionally C(owner) and
         C(owner_start) (pid and start time of the process running it; while it lives the entry is kept);
         C(process) C(pid), C(start) and C(boot_id) (a background process of C(bench_server) or C(pktgen),
-        stopped only while that pid still has that start time in that boot).
+        stopped only while that pid still has that start time in that boot); C(napi) C(interface) (the
+        napi_threads module's, with the C(threaded) value and kthread affinities it found).
     type: dict
   netns:
     description:
@@ -73,7 +74,7 @@ options:
         virtual test bed's namespaces for a later run); what lives inside a kept namespace is still undone.
     type: list
     elements: str
-    choices: [netns, xdp, tc, nft, ovs, neigh, addr, tuning, qemu, process]
+    choices: [netns, xdp, tc, nft, ovs, neigh, addr, tuning, qemu, process, napi]
     default: []
 attributes:
   check_mode:
@@ -163,6 +164,7 @@ from ansible_collections.xdplab.testbed.plugins.module_utils.state._ledger impor
     set_aside,
     teardown_plan,
 )
+from ansible_collections.xdplab.testbed.plugins.module_utils.traffic._napi_threads import restore_affinity
 from ansible_collections.xdplab.testbed.plugins.module_utils.tuning import _restore
 from ansible_collections.xdplab.testbed.plugins.module_utils.tuning._ethtool_netlink import EthtoolNetlink
 from ansible_collections.xdplab.testbed.plugins.module_utils.tuning._plan_and_snapshots import current_netns_name
@@ -209,7 +211,7 @@ class Cleaner:
     def remove(self, entry: dict) -> str | None:
         """Undo one entry; a reason when what is there now is not ours and was left alone."""
         kind, key, netns = entry["kind"], entry["key"], entry.get("netns")
-        if netns and kind in ("xdp", "tc", "nft", "ovs", "neigh", "addr") and not self.netns_exists(netns):
+        if netns and kind in ("xdp", "tc", "nft", "ovs", "neigh", "addr", "napi") and not self.netns_exists(netns):
             return None  # its namespace, and the object with it, is already gone
         if kind == "netns" and entry.get("found"):
             if not self.netns_exists(key["name"]):
@@ -289,6 +291,15 @@ class Cleaner:
             self._run([*ip, "addr", "del", key["address"], "dev", key["interface"]], gone)
             if entry.get("set_up"):
                 self._run([*ip, "link", "set", "dev", key["interface"], "down"], gone)
+        elif kind == "napi":
+            # napi_threads' entry: the kthreads' CPUs and the port's threaded value found (its sysfs is the
+            # namespace's: written through ip netns exec, which mounts it)
+            restore_affinity(key["interface"], entry.get("affinity") or {})
+            path = f"/sys/class/net/{key['interface']}/threaded"
+            rc, out, err = self.module.run_command(self._in_netns(netns, [self.module.get_bin_path("tee", True), path]),
+                                                   data=str(entry.get("found", "0")))
+            if rc != 0 and "No such file" not in err:
+                raise RuntimeError(f"writing {path} back to {entry.get('found')!r} failed (rc={rc}): {err.strip()}")
         elif kind == "tuning":
             self.restore_tuning(entry)
         elif kind == "process":

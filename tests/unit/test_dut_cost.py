@@ -195,3 +195,64 @@ def test_cross_check_puts_dut_cost_and_the_decided_bound_in_every_repetition():
     reps, _counters = ActionModule._cross_check(runs, {"bursts": [burst], "cost": cost, "counter": {
         "description": "xdp"}}, "continuous", tool="xdpgen", gen_cpus=[0])
     assert reps[0]["bound"] == "generator-bound" and reps[0]["dut_cost"]["busy"]["dut"] == 0.3
+
+
+def test_rep_cost_threaded_napi_names_the_thread_time_but_gives_no_total():
+    cost = cost_series(shared=False)
+    cost["napi_thread_ns"] = [i * 600_000 for i in range(4)]  # 600 ns per packet of 1000
+    got = dc.rep_cost(cost, 0, 3, generator_cpus=[0], same_kernel=True)
+    assert got["method"] == "bpf_stats+proc_stat+schedstat"
+    assert "ran 600 ns per packet" in got["not_separable"] and "ns_per_packet" not in got
+    del cost["prog_runs"]  # packets from the DUT counter instead of the program's runs
+    got = dc.rep_cost(cost, 0, 3, generator_cpus=[0], same_kernel=True, counts=[0, 1000, 2000, 3000])
+    assert "ran 600 ns per packet" in got["not_separable"]
+
+
+def make_proc(tmp_path, tasks):
+    for tid, comm in tasks.items():
+        (tmp_path / str(tid)).mkdir()
+        (tmp_path / str(tid) / "comm").write_text(comm + "\n")
+        (tmp_path / str(tid) / "schedstat").write_text(f"{tid * 1000} 5 7\n")
+    (tmp_path / "self").mkdir()
+    return str(tmp_path)
+
+
+def test_napi_threads_by_name(tmp_path):
+    from ansible_collections.xdplab.testbed.plugins.module_utils.traffic import _napi_threads as nt
+
+    proc = make_proc(tmp_path, {12: "napi/veth0-8193", 13: "napi/veth1-8194", 14: "bash",
+                                15: "napi/averyveryl"})
+    assert nt.napi_threads("veth0", proc) == {12: "napi/veth0-8193"}
+    assert nt.napi_threads("averyverylongname", proc) == {15: "napi/averyveryl"}  # 15-character names
+    assert nt.thread_runtime_ns(12, proc) == 12000
+    assert nt.thread_runtime_ns(99, proc) is None
+
+
+def test_pick_cpu_avoids_the_generator():
+    from ansible_collections.xdplab.testbed.plugins.module_utils.traffic import _napi_threads as nt
+
+    assert nt.pick_cpu({0, 1}, [0]) == 1
+    assert nt.pick_cpu({0, 1, 2, 3}, [2, 3]) == 1
+    with pytest.raises(nt.NapiError, match="no CPU left"):
+        nt.pick_cpu({0}, [0])
+
+
+def test_threaded_value_read_and_written(tmp_path):
+    from ansible_collections.xdplab.testbed.plugins.module_utils.traffic import _napi_threads as nt
+
+    (tmp_path / "veth0").mkdir()
+    (tmp_path / "veth0" / "threaded").write_text("0\n")
+    assert nt.read_threaded("veth0", str(tmp_path)) == "0"
+    nt.write_threaded("veth0", "1", str(tmp_path))
+    assert nt.read_threaded("veth0", str(tmp_path)) == "1"
+    with pytest.raises(nt.NapiError, match="'eth9'"):
+        nt.read_threaded("eth9", str(tmp_path))
+
+
+def test_ledger_knows_the_napi_kind():
+    from ansible_collections.xdplab.testbed.plugins.module_utils.state import _ledger
+
+    entry = _ledger.check_entry("napi", {"interface": "veth0"}, "xdplab-dut")
+    assert entry == {"kind": "napi", "key": {"interface": "veth0"}, "netns": "xdplab-dut"}
+    with pytest.raises(_ledger.LedgerError):
+        _ledger.check_entry("napi", {"port": "veth0"})

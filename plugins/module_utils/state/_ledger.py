@@ -41,7 +41,7 @@ from ansible_collections.xdplab.testbed.plugins.module_utils.common._atomic_file
 
 DEFAULT_DIR = "/var/lib/xdplab/ledger"
 DEFAULT_LOCK = "/run/xdplab/run.lock"
-KINDS = ("netns", "xdp", "tc", "nft", "ovs", "neigh", "addr", "tuning", "qemu", "process")
+KINDS = ("netns", "xdp", "tc", "nft", "ovs", "neigh", "addr", "tuning", "qemu", "process", "napi")
 # What each kind's key must hold.
 KEY_FIELDS = {
     "netns": ("name",),
@@ -54,6 +54,7 @@ KEY_FIELDS = {
     "tuning": ("state_file",),
     "qemu": ("pid",),
     "process": ("pid", "start", "boot_id"),
+    "napi": ("interface",),
 }
 
 

@@ -42,6 +42,8 @@ SHARED_REASON = ("the DUT's receive path ran on the generator's CPU(s) {cpus} (o
 UNVALIDATED_REASON = ("no method for the total has recovered a known cost on this host (CPU time per packet "
                       "of the DUT's CPUs includes wakeups, polling and idle exits that move with the offered "
                       "load)")
+THREAD_REASON = ("the DUT port's NAPI kthread ran {ns:.0f} ns per packet, but that time holds per-wakeup and "
+                 "per-poll time that moves with the offered load: it has not recovered a known cost on this host")
 
 
 class CostError(ValueError):
@@ -144,7 +146,7 @@ def decide_bound(*, loss_label: str, dut: Sequence[int], generator: Sequence[int
 
 
 def rep_cost(cost: Mapping, first: int, last: int, *, generator_cpus: Sequence[int],
-             same_kernel: bool) -> dict:
+             same_kernel: bool, counts: Sequence[int] | None = None) -> dict:
     """One repetition's ``dut_cost`` over readings [first, last] of the sampler's ``cost`` series."""
     runs, jiffies = cost.get("prog_runs") or [], cost.get("cpu_jiffies") or []
     if not 0 <= first < last < len(jiffies):
@@ -164,9 +166,26 @@ def rep_cost(cost: Mapping, first: int, last: int, *, generator_cpus: Sequence[i
             out["stages"]["program"] = round(ns, 3)
             out["method"] = f"{PROGRAM_METHOD}+{BUSY_METHOD}"
     shared = sorted(set(cpus) & set(generator_cpus)) if same_kernel else []
-    out["not_separable"] = (SHARED_REASON.format(cpus=", ".join(map(str, shared))) if shared
-                            else UNVALIDATED_REASON)
+    thread = cost.get("napi_thread_ns") or []
+    packets = _packets(cost, counts, first, last)
+    if shared:
+        out["not_separable"] = SHARED_REASON.format(cpus=", ".join(map(str, shared)))
+    elif len(thread) == len(jiffies) and packets:
+        out["method"] += "+schedstat"
+        out["not_separable"] = THREAD_REASON.format(ns=(thread[last] - thread[first]) / packets)
+    else:
+        out["not_separable"] = UNVALIDATED_REASON
     return out
+
+
+def _packets(cost: Mapping, counts: Sequence[int] | None, first: int, last: int) -> int:
+    """Packets of [first, last]: the program's runs, else the DUT counter's delta."""
+    runs = cost.get("prog_runs") or []
+    if len(runs) > last and runs[first] and runs[last] and runs[last][1] > runs[first][1]:
+        return runs[last][1] - runs[first][1]
+    if counts and len(counts) > last:
+        return max(0, counts[last] - counts[first])
+    return 0
 
 
 def _mean_ci(values: Sequence[float]) -> tuple[float, list[float] | None]:

@@ -31,6 +31,7 @@ from ansible_collections.xdplab.testbed.plugins.module_utils.results._record_sch
     record_filename,
     utcnow,
 )
+from ansible_collections.xdplab.testbed.plugins.module_utils.results._statistics import t_quantile
 from ansible_collections.xdplab.testbed.plugins.module_utils.traffic._bench_run_spec import (
     ACTION_REQUIRED_IF,
     ACTION_SPEC,
@@ -342,7 +343,7 @@ class ActionModule(ActionBase):
         if args.get("server"):  # records of different receivers must not match each other
             record_params.setdefault("server", args["server"]["tool"])
         cost = (sample or {}).get("cost")
-        dut_cost = summarize_cost([r.get("dut_cost") for r in reps_out if not r.get("dut_short")])
+        dut_cost = summarize_cost([r.get("dut_cost") for r in reps_out if not r.get("dut_short")], t_quantile)
         if cost is not None:
             # the statistics' own time (two clock reads per run) is in the rate: records pair by it
             record_params["bpf_stats"] = "on" if cost.get("bpf_stats_enabled") else "off"

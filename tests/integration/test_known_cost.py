@@ -72,7 +72,8 @@ def test_program_stage_recovers_the_known_cost(tmp_path):
 
     results = tmp_path / "results"
     env = dict(os.environ, ANSIBLE_CONFIG=str(ROOT / "ansible.cfg"))
-    extra = {"bench_scenarios": list(PAIR), "xdplab_results_root": str(results)}
+    # another run holding the run lock (one started without the heavy-work lock) is waited for
+    extra = {"bench_scenarios": list(PAIR), "xdplab_results_root": str(results), "xdplab_lock_wait": 600}
     proc = subprocess.run([str(BIN / "ansible-playbook"), str(ROOT / "bench.yml"), "-e", json.dumps(extra)],
                           cwd=ROOT, env=env, capture_output=True, text=True, check=False)
     assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-2000:]

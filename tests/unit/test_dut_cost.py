@@ -8,10 +8,14 @@ from __future__ import annotations
 import ctypes
 
 import pytest
+from _fake_module import FakeModule
 from ansible_collections.xdplab.testbed.plugins.action.bench_run import overall_bound
+from ansible_collections.xdplab.testbed.plugins.module_utils.results._statistics import t_quantile
+from ansible_collections.xdplab.testbed.plugins.module_utils.state import _ledger
 from ansible_collections.xdplab.testbed.plugins.module_utils.traffic import _dut_cost as dc
 from ansible_collections.xdplab.testbed.plugins.module_utils.traffic._counter_bursts import find_bursts
 from ansible_collections.xdplab.testbed.plugins.module_utils.xdp import _bpf
+from ansible_collections.xdplab.testbed.plugins.modules import ledger as ledger_module
 
 # /proc/stat of this 2-core machine (kernel 6.18), two cpuN lines kept as captured.
 PROC_STAT = """cpu  2386717 3113 1226342 37633522 12063 0 120420 0 0 0
@@ -125,7 +129,7 @@ def test_rep_cost_rejects_an_interval_outside_the_readings():
 def test_summarize_cost_means_and_intervals():
     reps = [{"method": "m", "cpus": [0], "stages": {"program": v}, "busy": {"dut": 1.0, "generator": 0.5},
              "not_separable": "why"} for v in (44.0, 45.0, 46.0)]
-    got = dc.summarize_cost(reps)
+    got = dc.summarize_cost(reps, t_quantile)
     assert got["stages"]["program"] == pytest.approx(45.0)
     lo, hi = got["stages_ci95"]["program"]
     # t(0.975, 2) = 4.303; sd 1; n 3
@@ -137,11 +141,11 @@ def test_summarize_cost_means_and_intervals():
 def test_summarize_cost_with_totals_gives_ci95_and_skips_partial_stages():
     reps = [{"method": "m", "cpus": [1], "ns_per_packet": v, "stages": {"program": 1.0} if v > 100 else {},
              "busy": {"dut": 0.5, "generator": None}} for v in (100.0, 102.0)]
-    got = dc.summarize_cost(reps)
+    got = dc.summarize_cost(reps, t_quantile)
     assert got["ns_per_packet"] == 101.0 and got["ci95"][0] < 101.0 < got["ci95"][1]
     assert got["stages"] == {} and "not_separable" not in got
     assert got["busy"] == {"dut": 0.5, "generator": None}
-    assert dc.summarize_cost([None, {}]) is None
+    assert dc.summarize_cost([None, {}], t_quantile) is None
 
 
 def test_cost_text():
@@ -250,9 +254,39 @@ def test_threaded_value_read_and_written(tmp_path):
 
 
 def test_ledger_knows_the_napi_kind():
-    from ansible_collections.xdplab.testbed.plugins.module_utils.state import _ledger
-
     entry = _ledger.check_entry("napi", {"interface": "veth0"}, "xdplab-dut")
     assert entry == {"kind": "napi", "key": {"interface": "veth0"}, "netns": "xdplab-dut"}
     with pytest.raises(_ledger.LedgerError):
         _ledger.check_entry("napi", {"port": "veth0"})
+
+
+def test_ledger_undo_writes_the_threaded_value_found_back_in_the_namespace(tmp_path, monkeypatch):
+    class Module(FakeModule):
+        def run_command(self, argv, data=None, environ_update=None):
+            self.calls.append([*argv, f"<{data}"])
+            return 0, "", ""
+
+    m = Module(tmp_path)
+    cleaner = ledger_module.Cleaner(m)
+    monkeypatch.setattr(cleaner, "netns_exists", lambda name: True)
+    restored = []
+    monkeypatch.setattr(ledger_module, "restore_affinity", lambda ifname, aff: restored.append((ifname, aff)))
+    entry = dict(_ledger_entry(), found="0", affinity={"4242": [0, 1]})
+    assert cleaner.remove(entry) is None
+    assert m.calls == [["/usr/sbin/ip", "netns", "exec", "xdplab-dut", "/usr/sbin/tee",
+                        "/sys/class/net/veth0/threaded", "<0"]]
+    assert restored == [("veth0", {"4242": [0, 1]})]
+    monkeypatch.setattr(cleaner, "netns_exists", lambda name: False)  # gone with its namespace
+    m.calls.clear()
+    assert cleaner.remove(entry) is None and m.calls == []
+
+
+def _ledger_entry():
+    return _ledger.check_entry("napi", {"interface": "veth0"}, "xdplab-dut")
+
+
+def test_every_ledger_kind_has_a_teardown_rank():
+    # a kind without one made ledger state=cleaned fail with KeyError, leaving everything behind
+    assert set(_ledger.ORDER) == set(_ledger.KINDS)
+    plan = _ledger.teardown_plan([("a", dict(_ledger_entry())), ("b", _ledger.check_entry("netns", {"name": "xdplab-dut"}))])
+    assert [e["kind"] for _p, e in plan] == ["netns", "napi"]  # inside a namespace deleted first: skipped last

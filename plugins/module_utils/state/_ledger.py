@@ -248,7 +248,8 @@ def set_aside(path: str) -> str:
 
 # Removal order: processes first, then what lives on interfaces, then tuning, then namespaces
 # (deleting a namespace removes its interfaces, and with them their XDP programs and qdiscs).
-ORDER = {"qemu": 0, "process": 0, "xdp": 1, "tc": 2, "nft": 3, "ovs": 3, "neigh": 3, "addr": 3, "tuning": 4, "netns": 5}
+ORDER = {"qemu": 0, "process": 0, "xdp": 1, "tc": 2, "nft": 3, "ovs": 3, "neigh": 3, "addr": 3, "napi": 3, "tuning": 4,
+         "netns": 5}
 
 
 def teardown_plan(items: list[tuple[str, dict]], keep: Iterable[str] = (),
@@ -260,7 +261,7 @@ def teardown_plan(items: list[tuple[str, dict]], keep: Iterable[str] = (),
     # A namespace found in place (``found``) is put back, not deleted: what is inside it is undone too.
     created = {e["key"]["name"] for _dummy, e in items if e["kind"] == "netns" and not e.get("found")}
     doomed = set() if "netns" in keep else created
-    inside = ("xdp", "tc", "nft", "ovs", "addr", "tuning")
+    inside = ("xdp", "tc", "nft", "ovs", "addr", "tuning", "napi")
     plan = [(p, e) for p, e in items if not (e.get("netns") in doomed and e["kind"] in inside)]
     skipped = [(p, e) for p, e in items if (p, e) not in plan]
     subrank = subrank or {}

@@ -24,9 +24,7 @@ rate was fitted over) into the record's ``dut_cost`` (../shared/DESIGN.md, "DUT 
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
-
-from ansible_collections.xdplab.testbed.plugins.module_utils.results._statistics import t_quantile
+from collections.abc import Callable, Mapping, Sequence
 
 # A CPU that ran at least this share of the DUT's packets is one of the DUT's CPUs.
 CPU_SHARE = 0.01
@@ -188,7 +186,7 @@ def _packets(cost: Mapping, counts: Sequence[int] | None, first: int, last: int)
     return 0
 
 
-def _mean_ci(values: Sequence[float]) -> tuple[float, list[float] | None]:
+def _mean_ci(values: Sequence[float], t_quantile: Callable[[float, int], float]) -> tuple[float, list[float] | None]:
     n = len(values)
     mean = math.fsum(values) / n
     if n < 2:
@@ -198,9 +196,11 @@ def _mean_ci(values: Sequence[float]) -> tuple[float, list[float] | None]:
     return mean, [mean - half, mean + half]
 
 
-def summarize_cost(costs: Sequence[Mapping]) -> dict | None:
+def summarize_cost(costs: Sequence[Mapping], t_quantile: Callable[[float, int], float]) -> dict | None:
     """The summary's ``dut_cost``: means over the repetitions, with Student-t 95% intervals
-    (``ci95`` of the total, ``stages_ci95`` of each stage; None with n=1), ``n`` per figure."""
+    (``ci95`` of the total, ``stages_ci95`` of each stage; None with n=1), ``n`` per figure.
+    ``t_quantile(p, df)`` is the records' own (results._statistics), passed in: the summary's
+    intervals are formed as the rate's are."""
     costs = [c for c in costs if c]
     if not costs:
         return None
@@ -208,14 +208,14 @@ def summarize_cost(costs: Sequence[Mapping]) -> dict | None:
                  "stages": {}, "stages_ci95": {}, "n": len(costs)}
     totals = [x["ns_per_packet"] for x in costs if x.get("ns_per_packet") is not None]
     if totals and len(totals) == len(costs):
-        out["ns_per_packet"], out["ci95"] = _mean_ci(totals)
+        out["ns_per_packet"], out["ci95"] = _mean_ci(totals, t_quantile)
     else:
         reasons = sorted({x["not_separable"] for x in costs if x.get("not_separable")})
         out["not_separable"] = "; ".join(reasons)
     for stage in sorted({s for x in costs for s in x.get("stages", {})}):
         values = [x["stages"][stage] for x in costs if x.get("stages", {}).get(stage) is not None]
         if len(values) == len(costs):  # a stage some repetitions lack is not summarized
-            out["stages"][stage], out["stages_ci95"][stage] = _mean_ci(values)
+            out["stages"][stage], out["stages_ci95"][stage] = _mean_ci(values, t_quantile)
     busy = {}
     for side in ("dut", "generator"):
         values = [x["busy"][side] for x in costs if (x.get("busy") or {}).get(side) is not None]

@@ -129,7 +129,8 @@ cost:
     - C(packets_by_cpu) the program's packets per CPU over the sampling (absent for other counters).
     - C(bpf_stats_enabled) the sysctl's value at the start (0 means C(run_time_ns) does not move).
     - C(napi_thread_ns) per reading the summed run time (C(/proc/<tid>/schedstat)) of the port's NAPI
-      kthreads, C(napi_threads) their names (only when the port's NAPI is threaded).
+      kthreads, C(napi_threads) their names, C(napi_thread_cpus) the CPUs they may run on (only when the
+      port's NAPI is threaded).
   returned: when O(dut_cost) is true and O(interval) is not 0
   type: dict
   sample: {"cpu_jiffies": [{"0": [100, 400, 20], "1": [5, 400, 0]}], "prog_runs": [[0, 0]],
@@ -158,6 +159,7 @@ from ansible_collections.xdplab.testbed.plugins.module_utils.traffic._napi_threa
     NapiError,
     napi_threads,
     read_threaded,
+    thread_cpus,
     thread_runtime_ns,
 )
 
@@ -212,7 +214,8 @@ class CostReader:
         except (OSError, ValueError):
             out["bpf_stats_enabled"] = None
         if self.threads:
-            out.update(napi_thread_ns=self.thread_ns, napi_threads={str(t): n for t, n in self.threads.items()})
+            out.update(napi_thread_ns=self.thread_ns, napi_threads={str(t): n for t, n in self.threads.items()},
+                       napi_thread_cpus=sorted({c for t in self.threads for c in thread_cpus(t)}))
         if self.stats:
             after = self.stats.packets_by_cpu()
             out.update(prog_runs=self.prog_runs, prog_id=self.stats.prog_id,

@@ -207,9 +207,11 @@ def test_rep_cost_threaded_napi_names_the_thread_time_but_gives_no_total():
     got = dc.rep_cost(cost, 0, 3, generator_cpus=[0], same_kernel=True)
     assert got["method"] == "bpf_stats+proc_stat+schedstat"
     assert "ran 600 ns per packet" in got["not_separable"] and "ns_per_packet" not in got
-    del cost["prog_runs"]  # packets from the DUT counter instead of the program's runs
+    del cost["prog_runs"], cost["packets_by_cpu"]  # an nft counter: packets from the DUT counter
+    cost["napi_thread_cpus"] = [1]
     got = dc.rep_cost(cost, 0, 3, generator_cpus=[0], same_kernel=True, counts=[0, 1000, 2000, 3000])
     assert "ran 600 ns per packet" in got["not_separable"]
+    assert got["cpus"] == [1] and got["cpus_from"] == "NAPI kthread affinity" and got["busy"]["dut"] == 0.3
 
 
 def make_proc(tmp_path, tasks):
@@ -288,5 +290,6 @@ def _ledger_entry():
 def test_every_ledger_kind_has_a_teardown_rank():
     # a kind without one made ledger state=cleaned fail with KeyError, leaving everything behind
     assert set(_ledger.ORDER) == set(_ledger.KINDS)
-    plan = _ledger.teardown_plan([("a", dict(_ledger_entry())), ("b", _ledger.check_entry("netns", {"name": "xdplab-dut"}))])
+    netns = _ledger.check_entry("netns", {"name": "xdplab-dut"})
+    plan = _ledger.teardown_plan([("a", dict(_ledger_entry())), ("b", netns)])
     assert [e["kind"] for _p, e in plan] == ["netns", "napi"]  # inside a namespace deleted first: skipped last

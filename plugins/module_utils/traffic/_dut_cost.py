@@ -151,6 +151,8 @@ def rep_cost(cost: Mapping, first: int, last: int, *, generator_cpus: Sequence[i
         raise CostError(f"steady interval [{first}, {last}] outside the {len(jiffies)} cost readings")
     cpus = dut_cpus(cost.get("packets_by_cpu"))
     cpus_from = "per-CPU packet counters"
+    if not cpus and cost.get("napi_thread_cpus"):
+        cpus, cpus_from = sorted(cost["napi_thread_cpus"]), "NAPI kthread affinity"
     if not cpus:
         cpus, cpus_from = softirq_cpus(jiffies, first, last), "softirq time"
     out: dict = {"method": BUSY_METHOD, "cpus": cpus, "cpus_from": cpus_from,

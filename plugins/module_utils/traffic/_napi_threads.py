@@ -89,3 +89,11 @@ def restore_affinity(interface: str, affinity: dict[str, list[int]], proc: str =
                 os.sched_setaffinity(int(tid), set(cpus))
             except OSError:
                 continue  # gone meanwhile
+
+
+def thread_cpus(tid: int) -> list[int]:
+    """The CPUs ``tid`` may run on; [] once it is gone."""
+    try:
+        return sorted(os.sched_getaffinity(tid))
+    except OSError:
+        return []

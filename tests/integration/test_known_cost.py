@@ -28,6 +28,7 @@ BIN = Path(sys.executable).parent
 NS = f"xkc{os.getpid() % 100000}"
 PAIR = ("xdp_drop", "xdp_drop_work")
 TOLERANCE = 0.03
+REPETITIONS = 5
 # A 64-byte Ethernet/IPv4/UDP frame (the generator's size).
 FRAME = bytes.fromhex("020000000002" "020000000001" "0800" "4500003200000000401100000a0000010a000002"
                       "04000400001e0000") + bytes(22)
@@ -66,17 +67,22 @@ def test_program_stage_recovers_the_known_cost(tmp_path):
     started = time.monotonic()
     objects = tmp_path / "xdp"
     subprocess.run(["make", "-s", "-C", str(ROOT / "files/xdp"), f"OUT={objects}"], check=True)
-    ref = reference_ns(objects)
-    ref_delta = ref["xdp_drop_work"] - ref["xdp_drop"]
-    assert ref_delta > 100, f"the extra work costs only {ref_delta} ns per run in BPF_PROG_TEST_RUN: {ref}"
+    before = reference_ns(objects)
 
     results = tmp_path / "results"
     env = dict(os.environ, ANSIBLE_CONFIG=str(ROOT / "ansible.cfg"))
     # another run holding the run lock (one started without the heavy-work lock) is waited for
-    extra = {"bench_scenarios": list(PAIR), "xdplab_results_root": str(results), "xdplab_lock_wait": 600}
+    extra = {"bench_scenarios": list(PAIR), "xdplab_results_root": str(results), "xdplab_lock_wait": 600,
+             "bench_repetitions": REPETITIONS}
     proc = subprocess.run([str(BIN / "ansible-playbook"), str(ROOT / "bench.yml"), "-e", json.dumps(extra)],
                           cwd=ROOT, env=env, capture_output=True, text=True, check=False)
     assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-2000:]
+    # the reference before and after the live runs, averaged: a virtual machine's steal time and other
+    # load change the CPU's speed over minutes
+    after = reference_ns(objects)
+    ref = {name: (before[name] + after[name]) / 2 for name in PAIR}
+    ref_delta = ref["xdp_drop_work"] - ref["xdp_drop"]
+    assert ref_delta > 100, f"the extra work costs only {ref_delta} ns per run in BPF_PROG_TEST_RUN: {ref}"
     records = {}
     for path in results.glob("*/*.json"):
         rec = json.loads(path.read_text())
@@ -86,7 +92,8 @@ def test_program_stage_recovers_the_known_cost(tmp_path):
     stage = {name: rec["summary"]["dut_cost"]["stages"]["program"] for name, rec in records.items()}
     delta = stage["xdp_drop_work"] - stage["xdp_drop"]
     rate_ns = {name: rec["summary"]["ns_per_packet"] for name, rec in records.items()}
-    print(f"reference (BPF_PROG_TEST_RUN) {ref}, delta {ref_delta:.1f} ns; program stage {stage}, "
+    print(f"reference (BPF_PROG_TEST_RUN) before {before}, after {after}, delta {ref_delta:.1f} ns; "
+          f"program stage {stage}, "
           f"delta {delta:.1f} ns ({100 * (delta - ref_delta) / ref_delta:+.2f}%); rate-derived ns/packet "
           f"{rate_ns}; bound {[records[n]['bound'] for n in PAIR]}; "
           f"took {time.monotonic() - started:.0f} s")

@@ -293,3 +293,17 @@ def test_every_ledger_kind_has_a_teardown_rank():
     netns = _ledger.check_entry("netns", {"name": "xdplab-dut"})
     plan = _ledger.teardown_plan([("a", dict(_ledger_entry())), ("b", netns)])
     assert [e["kind"] for _p, e in plan] == ["netns", "napi"]  # inside a namespace deleted first: skipped last
+
+
+def test_sampler_cost_reader_reads_every_cpu_at_every_reading():
+    from ansible_collections.xdplab.testbed.plugins.modules import bench_sample
+
+    reader = bench_sample.CostReader({"type": "netdev", "interface": "lo", "stat": "rx_packets"})
+    reader()
+    reader()
+    out = reader.result()
+    assert len(out["cpu_jiffies"]) == 2 and "0" in out["cpu_jiffies"][0]
+    assert "prog_runs" not in out and out["boot_id"]  # no program behind a netdev counter
+    assert out["bpf_stats_enabled"] in (0, 1, None)
+    times, counts = bench_sample.sample(lambda: 5, 0.001, 1, 0.01, 0.05, after_read=reader)
+    assert len(reader.cpu_jiffies) == 2 + len(times)  # one cost reading per counter reading

@@ -28,7 +28,8 @@ BIN = Path(sys.executable).parent
 NS = f"xkc{os.getpid() % 100000}"
 PAIR = ("xdp_drop", "xdp_drop_work")
 TOLERANCE = 0.03
-REPETITIONS = 5
+REPETITIONS = 3
+ROUNDS = 2
 # A 64-byte Ethernet/IPv4/UDP frame (the generator's size).
 FRAME = bytes.fromhex("020000000002" "020000000001" "0800" "4500003200000000401100000a0000010a000002"
                       "04000400001e0000") + bytes(22)
@@ -36,9 +37,12 @@ FRAME = bytes.fromhex("020000000002" "020000000001" "0800" "45000032000000004011
 pytestmark = pytest.mark.root
 
 
-def reference_ns(objects: Path, repeat: int = 200_000, rounds: int = 5) -> dict[str, float]:
-    """Median over `rounds` of BPF_PROG_TEST_RUN's average ns per run of each build."""
+def reference_ns(objects: Path, repeat: int = 200_000, rounds: int = 7) -> dict[str, float]:
+    """Median over `rounds` of BPF_PROG_TEST_RUN's average ns per run of each build, on the CPU the DUT's
+    NAPI kthread runs on (the highest one; the generator is on CPU 0)."""
     out = {}
+    allowed = os.sched_getaffinity(0)
+    os.sched_setaffinity(0, {max(allowed)})
     subprocess.run(["ip", "netns", "add", NS], check=True)
     try:
         subprocess.run(["ip", "-n", NS, "link", "add", "v0", "type", "veth", "peer", "name", "v1"], check=True)
@@ -59,6 +63,7 @@ def reference_ns(objects: Path, repeat: int = 200_000, rounds: int = 5) -> dict[
                 os.close(fd)
             subprocess.run(["ip", "-n", NS, "link", "set", "dev", "v0", "xdpdrv", "off"], check=True)
     finally:
+        os.sched_setaffinity(0, allowed)
         subprocess.run(["ip", "netns", "delete", NS], check=False)
     return out
 
@@ -73,7 +78,7 @@ def test_program_stage_recovers_the_known_cost(tmp_path):
     env = dict(os.environ, ANSIBLE_CONFIG=str(ROOT / "ansible.cfg"))
     # another run holding the run lock (one started without the heavy-work lock) is waited for
     extra = {"bench_scenarios": list(PAIR), "xdplab_results_root": str(results), "xdplab_lock_wait": 600,
-             "bench_repetitions": REPETITIONS}
+             "bench_repetitions": REPETITIONS, "bench_rounds": ROUNDS}
     proc = subprocess.run([str(BIN / "ansible-playbook"), str(ROOT / "bench.yml"), "-e", json.dumps(extra)],
                           cwd=ROOT, env=env, capture_output=True, text=True, check=False)
     assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-2000:]
@@ -83,21 +88,23 @@ def test_program_stage_recovers_the_known_cost(tmp_path):
     ref = {name: (before[name] + after[name]) / 2 for name in PAIR}
     ref_delta = ref["xdp_drop_work"] - ref["xdp_drop"]
     assert ref_delta > 100, f"the extra work costs only {ref_delta} ns per run in BPF_PROG_TEST_RUN: {ref}"
-    records = {}
+    rounds: dict[str, list[dict]] = {name: [] for name in PAIR}
     for path in results.glob("*/*.json"):
         rec = json.loads(path.read_text())
         if rec.get("scenario") in PAIR:
-            records[rec["scenario"]] = rec
-    assert sorted(records) == sorted(PAIR), f"records found: {sorted(records)}"
-    stage = {name: rec["summary"]["dut_cost"]["stages"]["program"] for name, rec in records.items()}
+            rounds[rec["scenario"]].append(rec)
+    assert all(len(recs) == ROUNDS for recs in rounds.values()), {n: len(r) for n, r in rounds.items()}
+    # the mean over the interleaved rounds: the machine's speed drifts between one scenario and the next
+    stage = {name: statistics.mean(r["summary"]["dut_cost"]["stages"]["program"] for r in recs)
+             for name, recs in rounds.items()}
     delta = stage["xdp_drop_work"] - stage["xdp_drop"]
-    rate_ns = {name: rec["summary"]["ns_per_packet"] for name, rec in records.items()}
+    rate_ns = {name: [round(r["summary"]["ns_per_packet"]) for r in recs] for name, recs in rounds.items()}
     print(f"reference (BPF_PROG_TEST_RUN) before {before}, after {after}, delta {ref_delta:.1f} ns; "
           f"program stage {stage}, "
           f"delta {delta:.1f} ns ({100 * (delta - ref_delta) / ref_delta:+.2f}%); rate-derived ns/packet "
-          f"{rate_ns}; bound {[records[n]['bound'] for n in PAIR]}; "
+          f"{rate_ns}; bound {[r['bound'] for n in PAIR for r in rounds[n]]}; "
           f"took {time.monotonic() - started:.0f} s")
-    for name, rec in records.items():
+    for name, rec in [(n, r) for n, recs in rounds.items() for r in recs]:
         assert rec["params"].get("bpf_stats") == "on", name
         assert all("dut_cost" in rep for rep in rec["reps"]), name
         assert rec["bound"] in ("generator-bound", "dut-bound", "shared-core"), (name, rec["bound"])

@@ -81,7 +81,8 @@ def test_program_stage_recovers_the_known_cost(tmp_path):
              "bench_repetitions": REPETITIONS, "bench_rounds": ROUNDS}
     proc = subprocess.run([str(BIN / "ansible-playbook"), str(ROOT / "bench.yml"), "-e", json.dumps(extra)],
                           cwd=ROOT, env=env, capture_output=True, text=True, check=False)
-    assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-2000:]
+    failed = [line for line in proc.stdout.splitlines() if "FAILED!" in line or "msg:" in line]
+    assert proc.returncode == 0, "\n".join(failed[-20:]) + proc.stdout[-3000:] + proc.stderr[-1000:]
     # the reference before and after the live runs, averaged: a virtual machine's steal time and other
     # load change the CPU's speed over minutes
     after = reference_ns(objects)

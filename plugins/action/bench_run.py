@@ -31,6 +31,7 @@ from ansible_collections.xdplab.testbed.plugins.module_utils.results._record_sch
     record_filename,
     utcnow,
 )
+from ansible_collections.xdplab.testbed.plugins.module_utils.results._statistics import t_quantile
 from ansible_collections.xdplab.testbed.plugins.module_utils.traffic._bench_run_spec import (
     ACTION_REQUIRED_IF,
     ACTION_SPEC,
@@ -46,6 +47,14 @@ from ansible_collections.xdplab.testbed.plugins.module_utils.traffic._counter_bu
     find_bursts,
     signed_loss,
     trim_leading_traffic,
+)
+from ansible_collections.xdplab.testbed.plugins.module_utils.traffic._dut_cost import (
+    CostError,
+    cost_text,
+    decide_bound,
+    generator_cpus,
+    rep_cost,
+    summarize_cost,
 )
 from ansible_collections.xdplab.testbed.plugins.module_utils.traffic._dut_counters import CounterError, check_spec
 from ansible_collections.xdplab.testbed.plugins.module_utils.traffic._generator_table import (
@@ -108,15 +117,17 @@ def align_runs(runs: list[dict], bursts: list, started_epoch: float | None) -> l
 
 
 def overall_bound(reps: list[dict]) -> str:
-    """One label for the point: dut-bound if any repetition is; generator-bound only if all are."""
+    """One label for the point: dut-bound if any repetition is, shared-core if any shares the
+    generator's CPU, a label all repetitions agree on, else undetermined."""
     labels = [r.get("bound", "unknown") for r in reps]
     if not labels:
         return "unknown"
-    if "dut-bound" in labels:
-        return "dut-bound"
-    if all(lab == "generator-bound" for lab in labels):
-        return "generator-bound"
-    return "undetermined" if any(lab == "undetermined" for lab in labels) else labels[0]
+    for label in ("dut-bound", "shared-core"):
+        if label in labels:
+            return label
+    if len(set(labels)) == 1:
+        return labels[0]
+    return "undetermined"
 
 
 def check_calibration(args: dict) -> None:
@@ -285,7 +296,8 @@ class ActionModule(ActionBase):
     def _finish(self, result, args, params, runs, sample, mode, started, stopped, task_vars) -> dict:
         tool = args.get("tool", "xdpgen")
         reps_out, counters = self._cross_check(runs, sample, mode, args.get("generator_max"),
-                                               tool=args.get("parse_as") if tool == "command" else tool)
+                                               tool=args.get("parse_as") if tool == "command" else tool,
+                                               gen_cpus=generator_cpus(tool, params))
         if stopped:
             counters["server"] = {"tool": args["server"]["tool"], "info": (stopped.get("sink") or {}).get("info", {})}
             counters["server_cpu"] = stopped.get("cpu", {})
@@ -332,6 +344,13 @@ class ActionModule(ActionBase):
             record_params["xdpgen_mode"] = "+".join(xdpgen_modes)
         if args.get("server"):  # records of different receivers must not match each other
             record_params.setdefault("server", args["server"]["tool"])
+        cost = (sample or {}).get("cost")
+        dut_cost = summarize_cost([r.get("dut_cost") for r in reps_out if not r.get("dut_short")], t_quantile)
+        if cost is not None:
+            # the statistics' own time (two clock reads per run) is in the rate: records pair by it
+            record_params["bpf_stats"] = "on" if cost.get("bpf_stats_enabled") else "off"
+            if not cost.get("bpf_stats_enabled") and "prog_runs" in cost:
+                warnings.append("kernel.bpf_stats_enabled was 0 on the DUT: no program stage in dut_cost")
         try:
             record = build_record(
                 run_id=args.get("run_id") or new_run_id(started),
@@ -351,7 +370,10 @@ class ActionModule(ActionBase):
             )
         except ValueError as exc:
             return dict(result, failed=True, msg=str(exc), reps=reps_out)
-        result.update(changed=False, record=record, reps=reps_out, bound=bound, runs=runs)
+        if dut_cost is not None:
+            record["summary"]["dut_cost"] = dut_cost
+        result.update(changed=False, record=record, reps=reps_out, bound=bound, runs=runs,
+                      dut_cost_text=cost_text(dut_cost))
         for w in warnings:
             self._display.warning(f"{record['scenario']}: {w}")
         if args.get("results_dir"):
@@ -428,6 +450,7 @@ class ActionModule(ActionBase):
             try:
                 holder["res"] = self._run_on_host(args["dut"], SAMPLER, self._sampler_args(
                     args, interval=float(args.get("sample_interval", 0.1)), bursts=reps,
+                    **({"dut_cost": True} if args.get("dut_cost", True) else {}),
                     idle=min(0.3, max(0.15, float(args.get("gap", 0.6)) / 2)), max_duration=max_duration,
                     stall=lead + float(args.get("gap", 0.6)) + STALL_MARGIN + startup), task_vars)
             except Exception as exc:  # noqa: BLE001 - reported as this point's failure below
@@ -463,6 +486,13 @@ class ActionModule(ActionBase):
             return None, dict(failed=True, msg=f"DUT counter {samp['counter']['description']}: {exc}",
                               runs=gen["runs"], sampler=samp)
         samp["bursts"] = [bursts[j].as_dict() for j in order]
+        skipped = len(samp["times"]) - len(times)  # readings of earlier traffic cut off the front
+        for burst in samp["bursts"]:  # the steady interval in the sampler's own readings (cost's)
+            burst["first"] += skipped
+            burst["last"] += skipped
+        if samp.get("cost") is not None:  # one kernel for both: the generator's CPUs are in its /proc/stat
+            gen_boot = gen.get("boot_id")
+            samp["cost"]["same_kernel"] = gen_boot is not None and gen_boot == samp["cost"].get("boot_id")
         return gen["runs"], samp
 
     def _snapshot(self, args, module_args, reps, task_vars):
@@ -485,7 +515,7 @@ class ActionModule(ActionBase):
 
     @staticmethod
     def _cross_check(runs: list[dict], sample: dict | None, mode: str, generator_max: float | None = None,
-                     tool: str | None = None) -> tuple[list[dict], dict]:
+                     tool: str | None = None, gen_cpus: list[int] | None = None) -> tuple[list[dict], dict]:
         reps, counters = [], {"gen_packets": 0}
         drops = dut_drops((sample or {}).get("ethtool")) if mode == "continuous" else None
         for i, run in enumerate(runs):
@@ -513,6 +543,20 @@ class ActionModule(ActionBase):
                 label, loss = bound_label(parsed.get("packets"), rep["dut_packets"], rate=rep["dut_pps"],
                                           generator_max=generator_max, dut_drops=drops)
                 rep.update(bound=label, loss=loss)
+                cost = (sample or {}).get("cost") if mode == "continuous" else None
+                if cost is not None:
+                    shared = bool(cost.get("same_kernel"))
+                    try:
+                        rep["dut_cost"] = rep_cost(cost, burst["first"], burst["last"], counts=sample.get("counts"),
+                                                   generator_cpus=gen_cpus or [], same_kernel=shared)
+                    except CostError as exc:
+                        rep["warning"] = f"repetition {i + 1}: no dut_cost: {exc}"
+                    else:
+                        busy = rep["dut_cost"]["busy"]
+                        rep["bound"] = decide_bound(loss_label=label, dut=rep["dut_cost"]["cpus"],
+                                                    generator=gen_cpus or [],
+                                                    same_kernel=shared,
+                                                    busy_dut=busy["dut"], busy_generator=busy["generator"])
                 surplus = signed_loss(parsed.get("packets"), rep["dut_packets"])[1]
                 if surplus:
                     rep["warning"] = f"repetition {i + 1}: {surplus}"

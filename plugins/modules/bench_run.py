@@ -106,6 +106,15 @@ options:
     type: list
     elements: str
     default: []
+  dut_cost:
+    description:
+      - With O(sampler=continuous), the DUT sampler also reads what the DUT's CPUs spend, and every
+        repetition and the summary carry C(dut_cost) (the program stage from the attached program's
+        run-time statistics, which need C(kernel.bpf_stats_enabled=1); the CPUs' busy shares; the total
+        only where a method recovers a known cost on the host, else C(not_separable) saying why).
+      - The repetitions' C(bound) is decided from the same accounting.
+    type: bool
+    default: true
   scenario:
     description: Scenario name stored in the record.
     type: str
@@ -194,20 +203,34 @@ reps:
   description:
     - Per repetition, the generator's figures (C(gen_packets), C(gen_seconds), C(gen_pps)) and, with a DUT
       sampler, what the DUT counted (C(dut_packets), C(dut_pps)), C(loss) (share of sent packets not
-      counted) and C(bound).
+      counted), C(bound) and, with O(dut_cost), C(dut_cost) (what the DUT's CPUs spent per packet over the
+      steady interval of the rate).
   returned: success
   type: list
   elements: dict
 bound:
-  description: C(dut-bound) when any repetition lost more than 1% of what was sent, else C(generator-bound).
+  description:
+    - Who set the point's rate, from the loss and the CPU accounting of its repetitions - C(dut-bound) (the
+      DUT dropped, lost more than 1% of what was sent, or its CPUs were saturated), C(shared-core) (the DUT's
+      receive path ran on a CPU the generator used), C(generator-bound) (the DUT's CPUs had time to spare),
+      C(undetermined) (no CPU accounting).
   returned: success
   type: str
-  sample: generator-bound
+  sample: shared-core
 runs:
   description: Raw generator runs (module side) - argv, rc, parsed figures, CPU use, wall times.
   returned: always
   type: list
   elements: dict
+dut_cost_text:
+  description: The summary's C(dut_cost) in words, for a progress line.
+  returned: success
+  type: str
+  sample: DUT total not separable, program 62.73 ns/packet, busy dut 100% / generator 100%
+boot_id:
+  description: The generator host's boot id (tells whether the generator and the DUT share a kernel).
+  returned: success (module side)
+  type: str
 """
 
 import os
@@ -219,6 +242,7 @@ import time
 import traceback
 
 from ansible.module_utils.basic import AnsibleModule
+from ansible_collections.xdplab.testbed.plugins.module_utils.common._process_identity import boot_id
 from ansible_collections.xdplab.testbed.plugins.module_utils.traffic._bench_run_spec import (
     ACTION_SPEC,
     GENERATOR_REQUIRED_IF,
@@ -366,7 +390,7 @@ def main() -> None:
         module.fail_json(msg=str(exc), params=p["params"])
     except Exception as exc:  # noqa: BLE001 - one top-level handler, reported with traceback
         module.fail_json(msg=f"generator run failed: {exc}", exception=traceback.format_exc(), runs=runs)
-    module.exit_json(changed=True, runs=runs, tool=p["tool"])
+    module.exit_json(changed=True, runs=runs, tool=p["tool"], boot_id=boot_id())
 
 
 if __name__ == "__main__":

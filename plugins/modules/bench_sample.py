@@ -59,6 +59,14 @@ options:
     type: list
     elements: str
     default: []
+  dut_cost:
+    description:
+      - Also read, at every reading, what the DUT's CPUs spend (RV(cost)) - every CPU's jiffies from
+        C(/proc/stat) and, for an C(xdp) or C(tc) counter, the attached program's run-time statistics
+        (C(run_time_ns), C(run_cnt); they move only while C(kernel.bpf_stats_enabled) is 1) - and the
+        program's per-CPU packet counts at the start and the end.
+    type: bool
+    default: false
 extends_documentation_fragment:
   - xdplab.testbed.attributes
 attributes:
@@ -113,6 +121,20 @@ counter:
   description: The counter spec read, with defaults filled in, and a readable description.
   returned: always
   type: dict
+cost:
+  description:
+    - With O(dut_cost), the raw readings of what the DUT's CPUs spent, one per reading of RV(counts).
+    - C(cpu_jiffies) per reading, per CPU (its number as a string) C([busy, total, softirq]) jiffies.
+    - C(prog_runs) per reading C([run_time_ns, run_cnt]) of the counter's program (absent for other counters).
+    - C(packets_by_cpu) the program's packets per CPU over the sampling (absent for other counters).
+    - C(bpf_stats_enabled) the sysctl's value at the start (0 means C(run_time_ns) does not move).
+    - C(napi_thread_ns) per reading the summed run time (C(/proc/<tid>/schedstat)) of the port's NAPI
+      kthreads, C(napi_threads) their names, C(napi_thread_cpus) the CPUs they may run on (only when the
+      port's NAPI is threaded).
+  returned: when O(dut_cost) is true and O(interval) is not 0
+  type: dict
+  sample: {"cpu_jiffies": [{"0": [100, 400, 20], "1": [5, 400, 0]}], "prog_runs": [[0, 0]],
+           "packets_by_cpu": {"0": 612000, "1": 0}, "bpf_stats_enabled": 1, "prog_id": 42}
 """
 
 import os
@@ -120,7 +142,9 @@ import time
 import traceback
 
 from ansible.module_utils.basic import AnsibleModule
+from ansible_collections.xdplab.testbed.plugins.module_utils.common._process_identity import boot_id
 from ansible_collections.xdplab.testbed.plugins.module_utils.traffic._counter_bursts import MIN_RATE, read_at_midpoint
+from ansible_collections.xdplab.testbed.plugins.module_utils.traffic._dut_cost import parse_cpu_jiffies
 from ansible_collections.xdplab.testbed.plugins.module_utils.traffic._dut_counters import (
     CounterError,
     check_spec,
@@ -130,6 +154,13 @@ from ansible_collections.xdplab.testbed.plugins.module_utils.traffic._dut_counte
     make_reader,
     parse_ethtool_stats,
     read_proc_stat,
+)
+from ansible_collections.xdplab.testbed.plugins.module_utils.tuning._napi_threads import (
+    NapiError,
+    napi_threads,
+    read_threaded,
+    thread_cpus,
+    thread_runtime_ns,
 )
 
 
@@ -145,18 +176,71 @@ def ethtool_snapshot(module: AnsibleModule, interfaces: list[str]) -> dict[str, 
     return snap
 
 
-def sample(read, interval: float, bursts: int, idle: float, max_duration: float, stall: float = 0.0):
+class CostReader:
+    """The raw counters of the DUT's cost, read right after each counter reading."""
+
+    def __init__(self, spec: dict) -> None:
+        self.stats = None
+        if spec["type"] in ("xdp", "tc"):
+            from ansible_collections.xdplab.testbed.plugins.module_utils.xdp import _bpf
+
+            self.stats = _bpf.StatsReader(spec["interface"], hook=spec["type"])
+        self.prog_runs: list[list[int]] = []
+        self.cpu_jiffies: list[dict[str, list[int]]] = []
+        self.thread_ns: list[int] = []
+        self.by_cpu = self.stats.packets_by_cpu() if self.stats else None
+        # a port polled in kthreads (threaded NAPI): their run time is the DUT's receive path's
+        self.threads: dict[int, str] = {}
+        if spec.get("interface"):
+            try:
+                if read_threaded(spec["interface"]) == "1":
+                    self.threads = napi_threads(spec["interface"])
+            except NapiError:
+                self.threads = {}
+
+    def __call__(self) -> None:
+        if self.threads:
+            self.thread_ns.append(sum(thread_runtime_ns(t) or 0 for t in self.threads))
+        if self.stats:
+            self.prog_runs.append(list(self.stats.run_stats()))
+        with open("/proc/stat", encoding="ascii") as fh:
+            self.cpu_jiffies.append({str(c): v for c, v in parse_cpu_jiffies(fh.read()).items()})
+
+    def result(self) -> dict:
+        out: dict = {"cpu_jiffies": self.cpu_jiffies, "boot_id": boot_id()}
+        try:
+            with open("/proc/sys/kernel/bpf_stats_enabled", encoding="ascii") as fh:
+                out["bpf_stats_enabled"] = int(fh.read().strip())
+        except (OSError, ValueError):
+            out["bpf_stats_enabled"] = None
+        if self.threads:
+            out.update(napi_thread_ns=self.thread_ns, napi_threads={str(t): n for t, n in self.threads.items()},
+                       napi_thread_cpus=sorted({c for t in self.threads for c in thread_cpus(t)}))
+        if self.stats:
+            after = self.stats.packets_by_cpu()
+            out.update(prog_runs=self.prog_runs, prog_id=self.stats.prog_id,
+                       packets_by_cpu={str(c): a - b for c, (a, b) in enumerate(zip(after, self.by_cpu, strict=True))})
+            self.stats.close()
+        return out
+
+
+def sample(read, interval: float, bursts: int, idle: float, max_duration: float, stall: float = 0.0,
+           after_read=None):
     """Read until `bursts` bursts have ended, the counter stalls for `stall` s, or max_duration.
 
     Each sample is timestamped before and after its read; its time is the midpoint (read latency
-    does not enter the rates), relative to the first read's midpoint. Returns (times, counts).
+    does not enter the rates), relative to the first read's midpoint. `after_read` (no arguments) is
+    called right after every reading. Returns (times, counts).
     """
+    after_read = after_read or (lambda: None)
     t0, first, _dummy = read_at_midpoint(read, time.monotonic)
+    after_read()
     times, counts = [0.0], [first]
     seen, moving, last_move = 0, False, 0.0
     while True:
         time.sleep(interval)
         mid, value, _dummy = read_at_midpoint(read, time.monotonic)
+        after_read()
         now = mid - t0
         rate = (value - counts[-1]) / (now - times[-1])
         times.append(now)
@@ -183,6 +267,7 @@ def main() -> None:
             stall=dict(type="float", default=5.0),
             max_duration=dict(type="float", default=120.0),
             ethtool_interfaces=dict(type="list", elements="str", default=[]),
+            dut_cost=dict(type="bool", default=False),
         ),
         supports_check_mode=True,
     )
@@ -198,15 +283,20 @@ def main() -> None:
         read = make_reader(spec, run_command=module.run_command)
         eth_before = ethtool_snapshot(module, p["ethtool_interfaces"])
         cpu_before = read_proc_stat()
+        cost = CostReader(spec) if p["dut_cost"] and p["interval"] else None
         started = time.time()  # wall clock of time 0: bursts are aligned to the runs' start times
         if p["interval"] == 0:
             times, counts = [0.0], [read()]
         else:
-            times, counts = sample(read, p["interval"], p["bursts"], p["idle"], p["max_duration"], p["stall"])
+            times, counts = sample(read, p["interval"], p["bursts"], p["idle"], p["max_duration"], p["stall"],
+                                   after_read=cost)
         cpu_after = read_proc_stat()
+        cost_out = {"cost": cost.result()} if cost else {}
         eth_after = ethtool_snapshot(module, p["ethtool_interfaces"])
     except CounterError as exc:
         module.fail_json(msg=str(exc), counter=p["counter"])
+    except (LookupError, OSError) as exc:  # the program's statistics (dut_cost)
+        module.fail_json(msg=f"cannot read the DUT's cost counters: {exc}", counter=p["counter"])
     except Exception as exc:  # noqa: BLE001 - one top-level handler, reported with traceback
         module.fail_json(msg=f"sampling failed: {exc}", exception=traceback.format_exc())
     module.exit_json(
@@ -217,6 +307,7 @@ def main() -> None:
         ethtool={k: counter_delta(eth_before.get(k, {}), v) for k, v in eth_after.items()},
         cpu=cpu_shares(cpu_before, cpu_after, os.cpu_count() or 1),
         counter=dict(spec, description=describe(spec)),
+        **cost_out,
     )
 
 

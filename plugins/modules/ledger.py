@@ -46,7 +46,7 @@ options:
     description:
       - Kind of object, with O(state=recorded) or O(state=absent). One of the kinds of the ledger's table,
         one row per kind in C(plugins/module_utils/state/_kinds.py) - C(netns), C(xdp), C(tc), C(nft), C(ovs),
-        C(neigh), C(addr), C(tuning), C(qemu), C(process) and any kind added there; another value is refused,
+        C(neigh), C(addr), C(tuning), C(qemu), C(process), C(napi) and any kind added there; another value is refused,
         naming it.
     type: str
   key:
@@ -61,7 +61,8 @@ options:
         killed), optionally C(owner) and C(owner_start) (pid and start time of the process running it;
         while it lives the entry is kept); C(process) C(pid), C(start) and C(boot_id) (a background
         process of C(bench_server) or C(pktgen), stopped only while that pid still has that start time in
-        that boot).
+        that boot); C(napi) C(interface) (the napi_threads module's, with the C(threaded) value and
+        kthread affinities it found).
     type: dict
   netns:
     description:

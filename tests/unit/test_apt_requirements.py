@@ -37,7 +37,7 @@ PACKAGES = {
     "pkg-config": "pkgconf", "xz": "xz-utils", "chromium": "chromium", "mmdebstrap": "mmdebstrap",
     "mke2fs": "e2fsprogs", "mv": "coreutils", "ssh-keygen": "openssh-client", "ssh": "openssh-client",
     "pgrep": "procps", "sysctl": "procps", "grep": "grep", "cp": "coreutils", "dd": "coreutils",
-    "truncate": "coreutils", "sfdisk": "fdisk", "apt-get": "apt", "userdel": "passwd",
+    "truncate": "coreutils", "tee": "coreutils", "sfdisk": "fdisk", "apt-get": "apt", "userdel": "passwd",
     "taskset": "util-linux",
 }
 # Run by `make` on the kernel tree and by the kernel role's QEMU initramfs, not named in argv.

@@ -43,6 +43,7 @@ from typing import Any
 from ansible_collections.xdplab.testbed.plugins.module_utils.common import _command, _netns_switch, _validate
 from ansible_collections.xdplab.testbed.plugins.module_utils.common import _process_identity as _proc
 from ansible_collections.xdplab.testbed.plugins.module_utils.tuning import _restore
+from ansible_collections.xdplab.testbed.plugins.module_utils.tuning._napi_threads import restore_affinity
 from ansible_collections.xdplab.testbed.plugins.module_utils.tuning._ethtool_netlink import EthtoolNetlink
 from ansible_collections.xdplab.testbed.plugins.module_utils.tuning._plan_and_snapshots import current_netns_name
 from ansible_collections.xdplab.testbed.plugins.module_utils.xdp._program_objects import MODES as XDP_MODES
@@ -430,6 +431,19 @@ def _tuning_remove(c: Cleaner, entry: dict) -> None:
         raise RuntimeError("; ".join(reasons))
 
 
+# napi -----------------------------------------------------------------------------------------------
+
+def _napi_remove(c: Cleaner, entry: dict) -> None:
+    """napi_threads' entry: the kthreads' CPUs and the port's threaded value found come back (the port's
+    sysfs is its namespace's: written through ip netns exec, which mounts it)."""
+    key, netns = entry["key"], entry.get("netns")
+    restore_affinity(key["interface"], entry.get("affinity") or {})
+    path = f"/sys/class/net/{key['interface']}/threaded"
+    tee = c.module.get_bin_path("tee", required=True)
+    _command.run(c.module, c.in_netns(netns, [tee, path]), what=f"writing {path} back to {entry.get('found', '0')!r}",
+                 gone=("No such file",), data=str(entry.get("found", "0")))
+
+
 # processes ------------------------------------------------------------------------------------------
 
 def _qemu_identity(key: dict) -> dict | None:
@@ -554,6 +568,9 @@ _ROWS = (
     # A snapshot of a port in a namespace the ledger deletes is dropped, not restored: after it.
     Kind("tuning", {"state_file": None}, _tuning_remove, order=4, after_netns=True,
          undo={"snapshot_kind": _STR, "subject": _STR, "grub_file": _abs_path}),
+    # The threaded value and kthread CPUs found on a port (napi_threads).
+    Kind("napi", _IFNAME, _napi_remove, order=3, in_netns=True,
+         undo={"found": _STR, "affinity": _dict_of(_list_of(_INT))}),
     Kind("qemu", {"pid": None}, _qemu_remove, order=0),
     Kind("process", {"pid": None, "start": None, "boot_id": None}, _process_remove, order=0,
          undo={"tool": _STR, "log": _STR, "pktgen": _STR}),

@@ -33,6 +33,7 @@ ACTION_SPEC = dict(
     sample_interval=dict(type="float", default=0.1),
     lead=dict(type="float", default=1.0),
     ethtool_interfaces=dict(type="list", elements="str", default=[]),
+    dut_cost=dict(type="bool", default=True),
     scenario=dict(type="str", default="adhoc"),
     variant=dict(type="str", default="baseline"),
     run_id=dict(type="str"),

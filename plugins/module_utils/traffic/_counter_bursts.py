@@ -60,6 +60,10 @@ class Burst:
     ramp_trimmed: int = 0  # ramp intervals trimmed from the interior (both ends)
     interior_intervals: int = 0  # intervals the rate was fitted over
     t_start: float = 0.0  # time of the first moving interval's start (sampler clock)
+    # sample indices of the steady interval the rate was fitted over (start .. end for a short burst):
+    # the DUT's cost per packet is measured between the same two readings
+    first: int = 0
+    last: int = 0
 
     def as_dict(self) -> dict:
         return asdict(self)
@@ -143,7 +147,8 @@ def find_bursts(times: list[float], counts: list[int], min_gap: float = 0.0,
         else:
             rate, short = packets / seconds, True
         bursts.append(Burst(start, end, packets, seconds, rate, not short, short, trimmed,
-                            b - a if not short else 0, times[start]))
+                            b - a if not short else 0, times[start],
+                            a if not short else start, b if not short else end))
     return bursts
 
 

@@ -52,6 +52,7 @@ BPF_PROG_GET_NEXT_ID = 11
 BPF_PROG_GET_FD_BY_ID = 13
 BPF_MAP_GET_FD_BY_ID = 14
 BPF_OBJ_GET_INFO_BY_FD = 15
+BPF_PROG_TEST_RUN = 10
 
 BPF_ANY = 0
 BPF_TAG_SIZE = 8
@@ -114,6 +115,34 @@ class _MapInfo(ctypes.Structure):
         ("map_flags", ctypes.c_uint32),
         ("name", ctypes.c_char * BPF_OBJ_NAME_LEN),
         ("ifindex", ctypes.c_uint32),
+    ]
+
+
+class _ProgRunInfo(ctypes.Structure):
+    # struct bpf_prog_info up to its run-time statistics (run_time_ns, run_cnt: counted only while the
+    # kernel.bpf_stats_enabled sysctl is 1). Every pointer stays 0, so the kernel copies no arrays.
+    _fields_ = [
+        ("head", ctypes.c_uint8 * 88),  # type .. gpl_compatible (_ProgInfo, padded to 8 bytes)
+        ("netns_dev", ctypes.c_uint64),
+        ("netns_ino", ctypes.c_uint64),
+        ("nr_jited_ksyms", ctypes.c_uint32),
+        ("nr_jited_func_lens", ctypes.c_uint32),
+        ("jited_ksyms", ctypes.c_uint64),
+        ("jited_func_lens", ctypes.c_uint64),
+        ("btf_id", ctypes.c_uint32),
+        ("func_info_rec_size", ctypes.c_uint32),
+        ("func_info", ctypes.c_uint64),
+        ("nr_func_info", ctypes.c_uint32),
+        ("nr_line_info", ctypes.c_uint32),
+        ("line_info", ctypes.c_uint64),
+        ("jited_line_info", ctypes.c_uint64),
+        ("nr_jited_line_info", ctypes.c_uint32),
+        ("line_info_rec_size", ctypes.c_uint32),
+        ("jited_line_info_rec_size", ctypes.c_uint32),
+        ("nr_prog_tags", ctypes.c_uint32),
+        ("prog_tags", ctypes.c_uint64),
+        ("run_time_ns", ctypes.c_uint64),
+        ("run_cnt", ctypes.c_uint64),
     ]
 
 
@@ -190,6 +219,18 @@ def obj_get(path: str) -> int:
     return _syscall(BPF_OBJ_GET, _attr("=QII", _addr(cpath), 0, 0), f"pinned object {path}")
 
 
+def prog_test_run(fd: int, data: bytes, repeat: int) -> tuple[int, int]:
+    """BPF_PROG_TEST_RUN of a program on one frame in repeat mode (no live frames): (return value,
+    average duration per run in ns as the kernel measured it)."""
+    if repeat < 1:
+        raise ValueError(f"repeat must be >= 1, got {repeat!r}")
+    buf = ctypes.create_string_buffer(data, len(data))
+    attr = _attr("=IIIIQQII", fd, 0, len(data), 0, _addr(buf), 0, repeat, 0)
+    _syscall(BPF_PROG_TEST_RUN, attr, "prog test run")
+    retval, duration = struct.unpack_from("=I", attr, 4)[0], struct.unpack_from("=I", attr, 36)[0]
+    return retval, duration
+
+
 def _info(fd: int, info: ctypes.Structure, what: str) -> None:
     _syscall(BPF_OBJ_GET_INFO_BY_FD, _attr("=IIQ", fd, ctypes.sizeof(info), _addr(info)), what)
 
@@ -218,6 +259,14 @@ def prog_info(prog_id: int) -> ProgInfo:
         return prog_info_fd(fd)
     finally:
         os.close(fd)
+
+
+def prog_run_stats_fd(fd: int) -> tuple[int, int]:
+    """(run_time_ns, run_cnt) of a program: its run-time statistics, which move only while
+    kernel.bpf_stats_enabled is 1 (bpftool prog show prints them as run_time_ns and run_cnt)."""
+    info = _ProgRunInfo()
+    _info(fd, info, "prog run statistics")
+    return int(info.run_time_ns), int(info.run_cnt)
 
 
 def map_info_fd(fd: int) -> MapInfo:
@@ -481,6 +530,7 @@ class StatsReader:
         if prog_id is None:
             prog_id = find_prog_id(interface, hook)
         self.prog_id = prog_id
+        self._fd = self._prog_fd = -1
         stats = prog_maps(prog_id).get(STATS_MAP)
         if stats is None:
             raise LookupError(f"program id {prog_id} has no {STATS_MAP} map")
@@ -499,10 +549,27 @@ class StatsReader:
             out[name] = sum_counters(values) if values else {"packets": 0, "bytes": 0}
         return out
 
+    def packets_by_cpu(self) -> list[int]:
+        """Packets of every action, per possible CPU (which CPUs ran the program)."""
+        out = [0] * self.ncpus
+        for key in self._keys:
+            for cpu, value in enumerate(lookup_percpu(self._fd, key, _COUNTER.size, self.ncpus) or []):
+                out[cpu] += _COUNTER.unpack_from(value)[0]
+        return out
+
+    def run_stats(self) -> tuple[int, int]:
+        """(run_time_ns, run_cnt) of the program (prog_run_stats_fd), its fd kept open."""
+        if self._prog_fd < 0:
+            self._prog_fd = prog_fd_by_id(self.prog_id)
+        return prog_run_stats_fd(self._prog_fd)
+
     def close(self) -> None:
         if self._fd >= 0:
             os.close(self._fd)
             self._fd = -1
+        if self._prog_fd >= 0:
+            os.close(self._prog_fd)
+            self._prog_fd = -1
 
     def __enter__(self) -> StatsReader:
         return self

@@ -43,8 +43,8 @@ from typing import Any
 from ansible_collections.xdplab.testbed.plugins.module_utils.common import _command, _netns_switch, _validate
 from ansible_collections.xdplab.testbed.plugins.module_utils.common import _process_identity as _proc
 from ansible_collections.xdplab.testbed.plugins.module_utils.tuning import _restore
-from ansible_collections.xdplab.testbed.plugins.module_utils.tuning._napi_threads import restore_affinity
 from ansible_collections.xdplab.testbed.plugins.module_utils.tuning._ethtool_netlink import EthtoolNetlink
+from ansible_collections.xdplab.testbed.plugins.module_utils.tuning._napi_threads import restore_affinity
 from ansible_collections.xdplab.testbed.plugins.module_utils.tuning._plan_and_snapshots import current_netns_name
 from ansible_collections.xdplab.testbed.plugins.module_utils.xdp._program_objects import MODES as XDP_MODES
 

@@ -8,7 +8,7 @@ DOCUMENTATION = r"""
 ---
 name: bisect_decide
 short_description: The decision of one step of a performance bisection after its boots so far
-version_added: 0.3.0
+version_added: 0.2.0
 description:
   - Welch's interval over boots of the prefix against the base at the look's level (the step's alpha divided
     by the number of looks) decides C(moved) (it excludes 0), C(not_moved) (it lies within +-threshold), or

@@ -8,7 +8,7 @@ DOCUMENTATION = r"""
 ---
 name: bisect_next
 short_description: The next prefix a performance bisection measures, or its result
-version_added: 0.3.0
+version_added: 0.2.0
 description:
   - "Given the steps taken so far (C({prefix, decision}) each, in order; decision C(moved), C(not_moved),
     C(undecided) or C(skip)), returns C({next, step, alpha}) for the prefix to measure next (patches 1..next),

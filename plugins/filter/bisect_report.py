@@ -8,7 +8,7 @@ DOCUMENTATION = r"""
 ---
 name: bisect_report
 short_description: The report of a performance bisection (text, Markdown, figures)
-version_added: 0.3.0
+version_added: 0.2.0
 description:
   - The culprit's subject and patch-id, its Δ ns/packet with interval, each step (prefix, boots, Δ, decision),
     the cost, the method and the error it controls; text and Markdown of at most 100 columns (docs/bisect.md).

@@ -14,7 +14,7 @@ description:
     and writes each patch to O(dest) as C(NNNN-<patch-id>.patch), so that a prefix of the series (patches
     1..k) is the first k files (playbooks/bisect.yml, docs/bisect.md)."
   - Unchanged files are not written again.
-version_added: "0.3.0"
+version_added: "0.2.0"
 author:
   - xdplab.testbed contributors (!UNKNOWN)
 options:

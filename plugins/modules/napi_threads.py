@@ -9,7 +9,7 @@ DOCUMENTATION = r"""
 ---
 module: napi_threads
 short_description: Poll a port's NAPI in kthreads pinned to one CPU, recorded in the ledger first
-version_added: 0.1.0
+version_added: 0.2.0
 description:
   - With O(state=present) sets C(/sys/class/net/<interface>/threaded) to 1, so the kernel polls the port's
     NAPI in C(napi/<interface>-<id>) kthreads, and pins those kthreads to O(cpu) (by default the highest
@@ -24,6 +24,7 @@ author:
   - xdplab.testbed contributors (!UNKNOWN)
 extends_documentation_fragment:
   - xdplab.testbed.object_ledger
+  - xdplab.testbed.attributes
 options:
   interface:
     description: The port, in the namespace the module runs in.
@@ -45,10 +46,8 @@ options:
 attributes:
   check_mode:
     support: full
-    description: Can run in check_mode and return changed status prediction without modifying target.
   diff_mode:
     support: none
-    description: Returns no diff.
 """
 
 EXAMPLES = r"""

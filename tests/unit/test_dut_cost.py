@@ -11,11 +11,10 @@ import pytest
 from _fake_module import FakeModule
 from ansible_collections.xdplab.testbed.plugins.action.bench_run import overall_bound
 from ansible_collections.xdplab.testbed.plugins.module_utils.results._statistics import t_quantile
-from ansible_collections.xdplab.testbed.plugins.module_utils.state import _ledger
+from ansible_collections.xdplab.testbed.plugins.module_utils.state import _kinds, _ledger
 from ansible_collections.xdplab.testbed.plugins.module_utils.traffic import _dut_cost as dc
 from ansible_collections.xdplab.testbed.plugins.module_utils.traffic._counter_bursts import find_bursts
 from ansible_collections.xdplab.testbed.plugins.module_utils.xdp import _bpf
-from ansible_collections.xdplab.testbed.plugins.modules import ledger as ledger_module
 
 # /proc/stat of this 2-core machine (kernel 6.18), two cpuN lines kept as captured.
 PROC_STAT = """cpu  2386717 3113 1226342 37633522 12063 0 120420 0 0 0
@@ -264,15 +263,15 @@ def test_ledger_knows_the_napi_kind():
 
 def test_ledger_undo_writes_the_threaded_value_found_back_in_the_namespace(tmp_path, monkeypatch):
     class Module(FakeModule):
-        def run_command(self, argv, data=None, environ_update=None):
+        def run_command(self, argv, data=None, environ_update=None, binary_data=False):
             self.calls.append([*argv, f"<{data}"])
             return 0, "", ""
 
     m = Module(tmp_path)
-    cleaner = ledger_module.Cleaner(m)
+    cleaner = _kinds.Cleaner(m)
     monkeypatch.setattr(cleaner, "netns_exists", lambda name: True)
     restored = []
-    monkeypatch.setattr(ledger_module, "restore_affinity", lambda ifname, aff: restored.append((ifname, aff)))
+    monkeypatch.setattr(_kinds, "restore_affinity", lambda ifname, aff: restored.append((ifname, aff)))
     entry = dict(_ledger_entry(), found="0", affinity={"4242": [0, 1]})
     assert cleaner.remove(entry) is None
     assert m.calls == [["/usr/sbin/ip", "netns", "exec", "xdplab-dut", "/usr/sbin/tee",
@@ -289,7 +288,7 @@ def _ledger_entry():
 
 def test_every_ledger_kind_has_a_teardown_rank():
     # a kind without one made ledger state=cleaned fail with KeyError, leaving everything behind
-    assert set(_ledger.ORDER) == set(_ledger.KINDS)
+    assert set(_kinds.TABLE) == set(_ledger.KINDS) and all(isinstance(r.order, int) for r in _kinds.TABLE.values())
     netns = _ledger.check_entry("netns", {"name": "xdplab-dut"})
     plan = _ledger.teardown_plan([("a", dict(_ledger_entry())), ("b", netns)])
     assert [e["kind"] for _p, e in plan] == ["netns", "napi"]  # inside a namespace deleted first: skipped last

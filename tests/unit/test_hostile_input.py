@@ -305,6 +305,7 @@ HOSTILE_ENTRIES: dict[str, dict] = {
     "kernel_config": {"state": ["dest"]},
     "kernel_patch": {"state": ["state_dir"]},
     "ledger": {"state": ["dir"]},
+    "napi_threads": {"state": ["ledger_dir"]},
     "neighbour": {"state": ["ledger_dir"]},
     "netns_topology": {"state": ["ledger_dir"]},
     "nic_tuning": {"state": ["state_dir", "ledger_dir"]},

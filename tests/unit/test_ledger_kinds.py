@@ -41,6 +41,7 @@ GOOD = {
               "boot_id": BOOT}, None, {}),
     "process": ({"pid": 4242, "start": 13, "boot_id": BOOT}, "xdplab-gen",
                 {"tool": "pktgen", "pktgen": "/proc/net/pktgen", "log": "/run/xdplab/bench-server-x.log"}),
+    "napi": ({"interface": "veth0"}, "xdplab-dut", {"found": "0", "affinity": {"4242": [0, 1]}}),
 }
 
 # (kind, field, bad value, what the message must say): a wrong type or an incomplete record.
@@ -69,6 +70,8 @@ BAD = [
     ("tuning", "subject", None, "ledger tuning subject must be a string, got None"),
     ("process", "pktgen", ["/proc/net/pktgen"], "ledger process pktgen must be a string"),
     ("qemu", "run_id", 7, "ledger qemu run_id must be a string or null, got 7"),
+    ("napi", "found", 0, "ledger napi found must be a string, got 0"),
+    ("napi", "affinity", {"4242": ["0; reboot"]}, "ledger napi affinity['4242'][0] must be an integer"),
 ]
 
 

@@ -50,7 +50,7 @@ from ansible_collections.xdplab.testbed.plugins.module_utils.common._progress im
 def progress(done, total, started):
     try:
         return eta(int(done), int(total), float(started), time.time())["text"]
-    except (TypeError, ValueError) as exc:
+    except (TypeError, ValueError, OverflowError) as exc:  # OverflowError: int() of an infinite count
         raise AnsibleFilterError(f"progress: {exc}") from exc
 
 

@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 # Copyright (c) xdplab.testbed contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
@@ -110,7 +109,7 @@ def installed_packages(runner: Runner) -> set[str]:
     proc = runner(["dpkg-query", "-W", "-f", "${Package}\t${db:Status-Abbrev}\n"])
     if proc.returncode != 0:
         raise HostError(f"dpkg-query failed (rc={proc.returncode}): {proc.stderr.strip()}")
-    return {name for name, _, status in (line.partition("\t") for line in proc.stdout.splitlines())
+    return {name for name, _tab, status in (line.partition("\t") for line in proc.stdout.splitlines())
             if status.startswith("ii")}
 
 
@@ -231,7 +230,7 @@ def uninstall(host: Host, keep: set[str], dry_run: bool) -> list[str]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n", maxsplit=1)[0])
     parser.add_argument("--root", type=pathlib.Path, default=pathlib.Path("/"),
                         help="the host's root directory (a test's fake root)")
     sub = parser.add_subparsers(dest="command", required=True)

@@ -3,12 +3,6 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
 from __future__ import annotations
 
-import time
-
-from ansible import constants as C
-from ansible.plugins.callback.default import CallbackModule as DefaultCallback
-from ansible_collections.xdplab.testbed.plugins.module_utils.common._progress import still_running
-
 DOCUMENTATION = r"""
 name: progress
 type: stdout
@@ -28,6 +22,12 @@ extends_documentation_fragment:
 requirements:
   - set as the stdout callback (C(stdout_callback = xdplab.testbed.progress) in ansible.cfg)
 """
+
+import time
+
+from ansible import constants as C
+from ansible.plugins.callback.default import CallbackModule as DefaultCallback
+from ansible_collections.xdplab.testbed.plugins.module_utils.common._progress import still_running
 
 
 def is_running_job(result: dict) -> bool:

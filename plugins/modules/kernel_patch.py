@@ -225,7 +225,6 @@ class Series:
             raise PatchFailed(f"{argv[0]} {argv[1]} failed (rc={exc.rc})", rc=exc.rc, stdout=exc.stdout,
                               stderr=exc.stderr, cmd=exc.cmd) from None
 
-
     # ------------------------------------------------------------ input
     def load(self) -> list[tuple[_kernel.PatchInfo, str]]:
         items: list[tuple[_kernel.PatchInfo, str]] = []

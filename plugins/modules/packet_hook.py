@@ -191,6 +191,7 @@ try:
 except ImportError:
     IPRoute = None
 
+
 class Hook:
     def __init__(self, module: AnsibleModule) -> None:
         self.module = module

@@ -225,6 +225,7 @@ try:
 except ImportError:
     IPRoute = None
 
+
 class XdpProg:
     def __init__(self, module: AnsibleModule, ipr: Any) -> None:
         self.module = module

@@ -31,8 +31,8 @@ TOLERANCE = 0.03
 REPETITIONS = 3
 ROUNDS = 2
 # A 64-byte Ethernet/IPv4/UDP frame (the generator's size).
-FRAME = bytes.fromhex("020000000002" "020000000001" "0800" "4500003200000000401100000a0000010a000002"
-                      "04000400001e0000") + bytes(22)
+FRAME = bytes.fromhex("020000000002020000000001" + "0800" + "4500003200000000401100000a0000010a000002"
+                      + "04000400001e0000") + bytes(22)
 
 pytestmark = pytest.mark.root
 
@@ -54,7 +54,7 @@ def reference_ns(objects: Path, repeat: int = 200_000, rounds: int = 7) -> dict[
             fd = _bpf.prog_fd_by_id(link["xdp"]["prog"]["id"])
             try:
                 runs = []
-                for _ in range(rounds):
+                for _round in range(rounds):
                     retval, ns = _bpf.prog_test_run(fd, FRAME, repeat)
                     assert retval == 1, f"{name} returned {retval} on the test frame, not XDP_DROP"
                     runs.append(ns)

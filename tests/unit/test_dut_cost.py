@@ -263,7 +263,7 @@ def test_ledger_knows_the_napi_kind():
 
 def test_ledger_undo_writes_the_threaded_value_found_back_in_the_namespace(tmp_path, monkeypatch):
     class Module(FakeModule):
-        def run_command(self, argv, data=None, environ_update=None, binary_data=False):
+        def run_command(self, argv, environ_update=None, data=None, binary_data=False):
             self.calls.append([*argv, f"<{data}"])
             return 0, "", ""
 

@@ -229,7 +229,6 @@ def test_cpu_share():
 # ---------------------------------------------------------------- the module (check mode, bad input)
 
 
-
 def run_module(args: dict) -> dict:
     return _run_module.run_module("pktgen", args)
 

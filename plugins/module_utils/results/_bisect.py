@@ -109,7 +109,7 @@ def decide(base: Sequence[float], prefix: Sequence[float], threshold: float, alp
     w = welch(base, prefix, level)
     out["delta"] = w["delta"]
     if w["ci"] is not None:
-        lo, hi = w["ci"]
+        lo, hi = w["ci"]  # pylint: disable=unpacking-non-sequence  # a pair once set (welch's "ci": None default)
         out["ci"] = [lo, hi]
         if lo > 0.0 or hi < 0.0:
             out.update(decision="moved", direction="slower" if lo > 0.0 else "faster")

@@ -460,8 +460,8 @@ def release(path: str, pid: int, host: str | None = None, pid_start: int | None 
         return False
     with _Guard(path):
         current = read_lock(path)
-        if current is None or current.identity() != (me["pid"], me["pid_start"], me["boot_id"], me["machine_id"],
-                                                      None) or current.host != me["host"]:
+        mine = (me["pid"], me["pid_start"], me["boot_id"], me["machine_id"], None)
+        if current is None or current.identity() != mine or current.host != me["host"]:
             return False
         os.unlink(path)
     return True

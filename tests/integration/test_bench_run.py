@@ -15,6 +15,7 @@ from pathlib import Path
 
 import playbook_run
 import pytest
+from ansible_collections.xdplab.testbed.plugins.module_utils.traffic import _dut_cost
 
 ROOT = Path(__file__).resolve().parents[2]
 BIN = Path(sys.executable).parent
@@ -139,9 +140,15 @@ def test_a_good_point_cross_checks_sent_and_received(bed):
     for rep in out["reps"]:
         assert rep["dut_packets"] > 0
         assert rep["loss"] < 0.01
-        # no loss alone proves nothing about who set the rate: without a calibration (generator_max)
-        # the label is "undetermined", never "generator-bound"
-        assert rep["bound"] == "undetermined"
+        # no loss alone proves nothing about who set the rate: the label comes from the repetition's CPU
+        # accounting (dut_cost), with no calibration - shared-core when the DUT's receive path ran on a
+        # generator CPU, else dut-bound only with the DUT's CPUs saturated
+        cost = rep["dut_cost"]
+        if cost["not_separable"].startswith(_dut_cost.SHARED_REASON.split("{", 1)[0]):
+            assert rep["bound"] == "shared-core", (rep["bound"], cost)
+        else:
+            assert rep["bound"] == ("dut-bound" if cost["busy"]["dut"] >= _dut_cost.SATURATED
+                                    else "generator-bound"), (rep["bound"], cost)
         # the steady rate comes from the DUT's counter, not from the generator's claim
         assert rep["dut_pps"] != rep["gen_pps"]
     assert rec["counters"]["dut_packets"] >= 0.99 * rec["counters"]["gen_packets"]

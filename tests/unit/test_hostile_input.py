@@ -19,6 +19,7 @@ import json
 import math
 import os
 import pkgutil
+import re
 import traceback
 from pathlib import Path
 from unittest import mock
@@ -207,6 +208,13 @@ def test_kernel_cmdline_accepts_only_values_grub_and_sh_take_literally(key, valu
         assert repr(value) in str(exc) or repr(key) in str(exc)
         return
     assert tok is None or not (set(tok) & set("\"'`$\\;&|<>()*?[]{}#~! \t\n\0"))
+    assert tok is None or ".." not in tok.partition("=")[2].split("/"), tok
+
+
+@pytest.mark.parametrize("value", ["..", "../etc", "a/../b", "..//../", "/dev/.."])
+def test_kernel_cmdline_refuses_a_dotdot_component_naming_it(value):
+    with pytest.raises(_validate.ValidationError, match=re.escape(repr(value))):
+        _validate.cmdline_param("isolcpus", value)
 
 
 @settings(max_examples=200, deadline=None)

@@ -193,6 +193,8 @@ def cmdline_param(key: Any, value: Any, where: str = "kernel_cmdline") -> str | 
         raise ValidationError(
             f"{_where(where)}{key}={value!r}: a kernel parameter value may hold only letters, digits and"
             " '_.,:/+=@%^-' (no quote, '$', '`', '\\', whitespace or shell character)")
+    if ".." in value.split("/"):
+        raise ValidationError(f"{_where(where)}{key}={value!r}: a kernel parameter value has no '..' path component")
     return f"{key}={value}"
 
 

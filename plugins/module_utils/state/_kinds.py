@@ -42,8 +42,6 @@ from typing import Any
 
 from ansible_collections.xdplab.testbed.plugins.module_utils.common import _command, _netns_switch, _validate
 from ansible_collections.xdplab.testbed.plugins.module_utils.common import _process_identity as _proc
-from ansible_collections.xdplab.testbed.plugins.module_utils.tuning import _restore
-from ansible_collections.xdplab.testbed.plugins.module_utils.tuning._ethtool_netlink import EthtoolNetlink
 from ansible_collections.xdplab.testbed.plugins.module_utils.tuning._napi_threads import restore_affinity
 from ansible_collections.xdplab.testbed.plugins.module_utils.tuning._plan_and_snapshots import current_netns_name
 from ansible_collections.xdplab.testbed.plugins.module_utils.xdp._program_objects import MODES as XDP_MODES
@@ -303,6 +301,12 @@ def _undo_found(c: Cleaner, ns: str, undo: dict) -> None:
         if was.get("mac"):
             c.run([*ip, "link", "set", "dev", ifname, "address", was["mac"]], ())
         if was.get("gro") is not None:
+            # imported where used: every module that records an entry imports this table, and pyroute2
+            # with the tuning package costs seconds per module run on an emulated guest
+            from ansible_collections.xdplab.testbed.plugins.module_utils.tuning._ethtool_netlink import (
+                EthtoolNetlink,
+            )
+
             with EthtoolNetlink(netns=ns) as eth:
                 eth.set_features(ifname, {"rx-gro": bool(was["gro"])})
         if was.get("up") is False:
@@ -406,6 +410,9 @@ def _addr_remove(c: Cleaner, entry: dict) -> None:
 def _tuning_remove(c: Cleaner, entry: dict) -> None:
     """Restore a tuning snapshot (raises naming what could not be undone; the snapshot stays). The
     restore reads every setting back: that is its verification."""
+    # imported where used, as EthtoolNetlink in _undo_found: the restore pulls in pyroute2
+    from ansible_collections.xdplab.testbed.plugins.module_utils.tuning import _restore
+
     netns, state_file = entry.get("netns"), entry["key"]["state_file"]
     grub = entry.get("grub_file", "/etc/default/grub")
     if os.path.isdir(state_file):

@@ -72,7 +72,7 @@ def ab_guest_plan(boot, run_id, scenarios, repetitions=3, duration=2.0, base=Non
     try:
         return boot_guest_plan(str(run_id), dict(boot), list(scenarios), int(repetitions), float(duration),
                                base=base, environment=environment, expect_kernel=expect_kernel or None)
-    except (TypeError, ValueError) as exc:
+    except (OverflowError, TypeError, ValueError) as exc:
         raise AnsibleFilterError(f"ab_guest_plan: {exc}") from exc
 
 

@@ -68,7 +68,7 @@ def bisect_decide(values: dict, alpha: float, threshold: float = 0, looks: list 
         base, prefix = list(values["baseline"]), list(values["candidate"])
         limit = float(threshold) or default_threshold(base[: int(boots)], int(boots))
         out = decide(base, prefix, limit, float(alpha), [int(n) for n in looks or DEFAULT_LOOKS])
-    except (BisectError, KeyError, TypeError, ValueError) as exc:
+    except (BisectError, KeyError, OverflowError, TypeError, ValueError) as exc:
         raise AnsibleFilterError(f"bisect_decide: {exc!s} (values {values!r})") from exc
     return dict(out, threshold=limit)
 

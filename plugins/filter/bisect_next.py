@@ -51,7 +51,7 @@ from ansible_collections.xdplab.testbed.plugins.module_utils.results._bisect imp
 def bisect_next(steps: list, patches: int, alpha: float = 0.05) -> dict:
     try:
         return next_step(int(patches), list(steps), float(alpha))
-    except (BisectError, TypeError, ValueError) as exc:
+    except (BisectError, OverflowError, TypeError, ValueError) as exc:
         raise AnsibleFilterError(f"bisect_next: {exc}") from exc
 
 

@@ -56,7 +56,7 @@ def boot_console(content, since=0, tail=8):
         raise AnsibleFilterError(f"boot_console: the console content is not base64: {exc}") from exc
     try:
         return _boot_console.excerpt(data, since=int(since), tail=int(tail))
-    except (_boot_console.ConsoleError, TypeError, ValueError) as exc:
+    except (_boot_console.ConsoleError, OverflowError, TypeError, ValueError) as exc:
         raise AnsibleFilterError(f"boot_console: {exc}") from exc
 
 

@@ -68,7 +68,7 @@ def sweep_plan(matrix, variants=None, repetitions=3, seconds_per_rep=2.0, overhe
     try:
         steps = plan(matrix, variants, int(repetitions))
         out = check_budget(steps, float(seconds_per_rep), float(overhead), float(budget or 0) or None)
-    except (SweepError, TypeError, ValueError) as exc:
+    except (SweepError, OverflowError, TypeError, ValueError) as exc:
         raise AnsibleFilterError(f"sweep_plan: {exc}") from exc
     return dict(out, steps=steps)
 

@@ -117,6 +117,10 @@ def parse_xdpgen(output: str) -> dict:
         "per_thread": per_thread,
     }
     intervals = [(float(m["t"]), float(m["pps"])) for m in _XDPGEN_INTERVAL.finditer(output)]
+    bad = next((m.group(0) for m in _XDPGEN_INTERVAL.finditer(output)
+                if not (math.isfinite(float(m["t"])) and math.isfinite(float(m["pps"])))), None)
+    if bad:
+        raise ParseError(f"{tool}: an interval line with a number out of range: {bad!r}")
     if intervals:
         result["interval_pps"] = [r for _t, r in intervals]
         result.update(interval_spread([t for t, _r in intervals], result["interval_pps"]))

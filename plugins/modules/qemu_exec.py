@@ -112,7 +112,9 @@ options:
         type: str
         required: true
       readonly:
-        description: Share read-only.
+        description:
+          - Share read-only. The guest caches a read-only share (9p C(cache=loose)), so what the host
+            changes in it while the guest runs may not be seen there.
         type: bool
         default: true
   timeout:

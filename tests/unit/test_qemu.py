@@ -134,7 +134,9 @@ def test_init_script_quotes_and_mounts(tmp_path):
     assert text.index("usr /usr") < text.index("command.sh")
     assert "export FOO='a b'\"'\"'c'" in text
     assert "cd '/work/my dir'" in text
-    assert "mount -t 9p -o trans=virtio,version=9p2000.L,msize=262144,ro t1 '/run/t 1'" in text
+    # a read-only share is cached in the guest; the output share, written by the guest, is not
+    assert "mount -t 9p -o trans=virtio,version=9p2000.L,msize=262144,ro,cache=loose t1 '/run/t 1'" in text
+    assert "mount -t 9p -o trans=virtio,version=9p2000.L,msize=262144 xdplab_out " in text
     assert text.index("command.sh") < text.index("poweroff -f\n")
     assert text.rstrip().endswith("$BB poweroff -f")
 

@@ -15,12 +15,18 @@ import json
 import textwrap
 
 from ansible_collections.xdplab.testbed.plugins.module_utils.results._report import (
+    WIDTH,
     _common_params,
     _d2,
     _f2,
     _params,
+    _table,
+    _wrap,
 )
-from ansible_collections.xdplab.testbed.plugins.module_utils.results._report import _one_table as _table
+
+# The widest a value of the environment diff is printed (the JSON keeps it whole): a kernel command
+# line runs to hundreds of characters, and the table has its key and two values in WIDTH columns.
+VALUE_WIDTH = 30
 
 
 def row_labels(rows: list[dict]) -> tuple[list[str], dict[str, dict]]:
@@ -85,11 +91,18 @@ def _loo_line(row: dict, what: str) -> str:
 
 
 def _value(v: object) -> str:
-    return v if isinstance(v, str) else json.dumps(v, sort_keys=True)
+    text = v if isinstance(v, str) else json.dumps(v, sort_keys=True)
+    return text if len(text) <= VALUE_WIDTH else text[:VALUE_WIDTH - 3] + "..."
+
+
+def _bullets(lines: list[str], markdown: bool) -> list[str]:
+    """'- line' items in WIDTH columns, continuation lines indented under the text."""
+    return [out for line in lines for out in _wrap(f"- {line}", markdown, indent="  ")]
 
 
 def render_ab(report: dict, markdown: bool = False) -> str:
-    """The cover-letter text (``markdown`` False: plain ASCII text) of an A/B by boot.
+    """The cover-letter text (``markdown`` False: plain ASCII text) of an A/B by boot, in WIDTH
+    columns (a table too wide is split, each part led by the row names; long values are shortened).
 
     ``report`` is what results._ab.analyze returns, plus optionally ``series`` (``{"patches":
     [{"subject", "patch_id"}], "series_id"}``) and ``config_diff`` (``[{"option", "baseline",
@@ -123,16 +136,16 @@ def render_ab(report: dict, markdown: bool = False) -> str:
                      "(family-wise 5%), the one to act on.")
     out.append("")
     for para in prose:
-        out += [para] if markdown else textwrap.wrap(para, 100)
+        out += _wrap(para, markdown)
     for w in report.get("warnings") or []:
-        out.append(f"WARNING: {w}")
+        out += _wrap(f"WARNING: {w}", markdown, indent="  ")
     out += ["", h(f"A/A check ({k['baseline']} vs {k['baseline']} across boots)"), ""]
-    out += [f"- {_aa_line(r, label)}" for label, r in zip(labels, report["rows"], strict=True)]
+    out += _bullets([_aa_line(r, label) for label, r in zip(labels, report["rows"], strict=True)], markdown)
     out += ["", h("Leave one boot out"), ""]
-    out += [f"- {_loo_line(r, label)}" for label, r in zip(labels, report["rows"], strict=True)]
+    out += _bullets([_loo_line(r, label) for label, r in zip(labels, report["rows"], strict=True)], markdown)
     if report.get("unmatched"):
-        out += ["", "Measured on one kernel only: " + "; ".join(
-            f"{u['kernel']}: {u['scenario']} {_params(u['params'])}" for u in report["unmatched"])]
+        out += [""] + _wrap("Measured on one kernel only: " + "; ".join(
+            f"{u['kernel']}: {u['scenario']} {_params(u['params'])}" for u in report["unmatched"]), markdown)
     out += ["", h(f"Environment and config diff ({k['baseline']} -> {k['candidate']})"), ""]
     env = report.get("environment_diff") or []
     cfg = report.get("config_diff")
@@ -158,7 +171,9 @@ def render_ab(report: dict, markdown: bool = False) -> str:
         patches = series.get("patches") or []
         sid = f", series id {series['series_id'][:16]}" if series.get("series_id") else ""
         out += [h(f"Series ({len(patches)} patch{'es' if len(patches) != 1 else ''}{sid})"), ""]
-        lines = [f"{p['patch_id']} {p['subject']}" for p in patches] or ["(no patches)"]
+        lines = [wrapped for p in patches
+                 for wrapped in textwrap.wrap(f"{p['patch_id']} {p['subject']}", WIDTH - 2,
+                                              subsequent_indent=" " * (len(p["patch_id"]) + 1))] or ["(no patches)"]
         out += (["```"] + lines + ["```"]) if markdown else [f"  {line}" for line in lines]
         out.append("")
         out.append("patch-id: git patch-id --stable of each patch.")

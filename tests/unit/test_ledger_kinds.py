@@ -165,6 +165,20 @@ def test_a_namespace_still_there_after_its_delete_is_not_undone(tmp_path, monkey
     assert m.calls[-1] == ["/usr/sbin/ip", "netns", "delete", "xdplab-x"]
 
 
+def test_an_xdp_entry_naming_a_file_outside_bpffs_is_neither_attached_nor_unlinked(tmp_path, monkeypatch):
+    """The pins an xdp entry names are unlinked after they are attached again: an entry naming any other
+    file (planted, or an old run's under a bpffs since unmounted) leaves it where it is, named."""
+    monkeypatch.setattr(_kinds.Cleaner, "netns_exists", lambda self, name: True)
+    victim = tmp_path / "not-a-pin"
+    victim.write_text("precious")
+    entry = _entry("xdp", previous=[dict(GOOD["xdp"][2]["previous"][0], pin=str(victim))])
+    m = FakeModule(tmp_path)
+    with pytest.raises(RuntimeError, match=f"{victim} is not a pin in a bpffs, left alone"):
+        _kinds.Cleaner(m).remove(entry)
+    assert victim.read_text() == "precious"
+    assert not any("attach" in argv for argv in m.calls), m.calls
+
+
 def test_rows_in_netns_are_skipped_when_their_namespace_is_gone(tmp_path, monkeypatch):
     monkeypatch.setattr(_kinds.Cleaner, "netns_exists", lambda self, name: False)
     m = FakeModule(tmp_path)

@@ -45,6 +45,7 @@ from ansible_collections.xdplab.testbed.plugins.module_utils.common import _proc
 from ansible_collections.xdplab.testbed.plugins.module_utils.tuning._napi_threads import restore_affinity
 from ansible_collections.xdplab.testbed.plugins.module_utils.tuning._plan_and_snapshots import current_netns_name
 from ansible_collections.xdplab.testbed.plugins.module_utils.xdp._program_objects import MODES as XDP_MODES
+from ansible_collections.xdplab.testbed.plugins.module_utils.xdp._program_objects import in_bpffs
 
 NETNS_DIR = "/run/netns"
 # Where bench_server keeps its servers' logs, and pktgen's control files: the only places a process
@@ -333,6 +334,10 @@ def _xdp_remove(c: Cleaner, entry: dict) -> None:
         if not os.path.exists(prev["pin"]):
             raise RuntimeError(f"the {prev['mode']} program {prev['name']} found on {key['interface']} "
                                f"before the run is no longer pinned at {prev['pin']}: it cannot be put back")
+        if not in_bpffs(prev["pin"]) or os.path.isdir(prev["pin"]):
+            # only a pin is ours to attach from and unlink: an entry naming any other file is left alone
+            raise RuntimeError(f"the {prev['mode']} program {prev['name']} of {key['interface']}: {prev['pin']} "
+                               "is not a pin in a bpffs, left alone (neither attached nor unlinked)")
         c.run(c.in_netns(netns, [bpftool, "net", "attach", XDP_MODES[prev["mode"]], "pinned",
                                  prev["pin"], "dev", key["interface"]]), ())
         os.unlink(prev["pin"])

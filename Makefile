@@ -92,8 +92,14 @@ bench: deps
 # molecule/vmlab (the lab in a box) is not in it: beside the host tests its emulated guests' load took the
 # A/B known-effect test (tests/qemu) below its effect, and after them it would take the run past 45 minutes.
 # `make vmlab-test` runs it.
+# Each stage says how long it took, so a CI log shows where the time goes.
+TEST_STAGES := unit lint sanity molecule integration qemu faults
 test: deps-test
-	$(MAKE) --no-print-directory unit lint sanity molecule integration qemu faults
+	@for stage in $(TEST_STAGES); do \
+	    start=$$(date +%s); \
+	    $(MAKE) --no-print-directory $$stage || exit $$?; \
+	    echo "make test: $$stage took $$(( $$(date +%s) - start )) s"; \
+	done
 
 unit:
 	$(BIN)/pytest -q tests/unit
@@ -103,7 +109,7 @@ integration:
 
 # Host-side tests that boot the guest kernel under QEMU and run tests/qemu/test_* inside it.
 qemu:
-	XDPLAB_GUEST_KERNEL=$(GUEST_KERNEL) $(BIN)/pytest -q -p no:cacheprovider $(wildcard tests/qemu/test_*_runner.py)
+	XDPLAB_GUEST_KERNEL=$(GUEST_KERNEL) $(BIN)/pytest -q -p no:cacheprovider --durations=10 $(wildcard tests/qemu/test_*_runner.py)
 
 # playbooks/bisect.yml end to end on the embedded QEMU DUT (docs/bisect.md): a culprit located around a
 # patch that does not build, a resumed step, a null series. Apart from `make qemu` until its time is

@@ -23,6 +23,7 @@ from ansible.module_utils.parsing.convert_bool import boolean
 from ansible.plugins.action import ActionBase
 from ansible.utils.display import Display
 from ansible_collections.xdplab.testbed.plugins.module_utils.common._atomic_files import write_json_atomic
+from ansible_collections.xdplab.testbed.plugins.module_utils.results._record_files import RecordError, check_results_dir
 from ansible_collections.xdplab.testbed.plugins.module_utils.results._record_schema import (
     build_record,
     check_replicate,
@@ -227,7 +228,9 @@ class ActionModule(ActionBase):
             check_calibration(args)
             if args.get("counter"):
                 check_spec(args["counter"])
-        except (GeneratorParamError, CounterError) as exc:
+            if args.get("results_dir"):  # before anything is measured into it
+                check_results_dir(args["results_dir"])
+        except (GeneratorParamError, CounterError, RecordError) as exc:
             return dict(result, failed=True, msg=str(exc))
         mode = args.get("sampler", "continuous")
         reps = int(args.get("repetitions", 3))

@@ -181,6 +181,15 @@ def test_non_numeric_packet_size_is_named_and_nothing_starts(bed):
     assert "runs" not in out  # refused before the generator or the sampler started
 
 
+def test_a_results_directory_others_could_write_is_refused_before_anything_starts(bed, tmp_path):
+    results = tmp_path / "results"
+    results.mkdir()
+    results.chmod(0o777)
+    out = run_case(bed, base_case(results_dir=str(results)))
+    assert out["failed"] and f"results directory '{results}' is group/world-writable" in out["msg"], out["msg"]
+    assert "runs" not in out and not list(results.iterdir())
+
+
 def test_undefined_dut_host_is_named(bed):
     out = run_case(bed, base_case(dut="dutt"))
     assert out["failed"]

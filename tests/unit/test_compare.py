@@ -8,6 +8,7 @@ what is read here is what bench_run writes.
 from __future__ import annotations
 
 import json
+import os
 import random
 
 import pytest
@@ -155,6 +156,31 @@ def test_empty_and_incomplete_dirs(tmp_path):
         load_results(str(tmp_path / "inc"))
     flagged = load_results(str(tmp_path / "inc"), allow_incomplete=True)
     assert flagged[0]["incomplete"] is True
+
+
+@pytest.mark.parametrize("plant", ["group-writable", "another user's", "a link"])
+def test_a_run_directory_another_user_could_fill_is_refused_naming_it(tmp_path, plant):
+    """Records are trusted as a run's own only from a directory nobody else could write them into."""
+    root = tmp_path / "results"
+    put(root / "run", rec())
+    run = root / "run"
+    if plant == "group-writable":
+        run.chmod(0o775)
+    elif plant == "another user's":
+        if os.geteuid() != 0:
+            pytest.skip("giving a directory to another user needs root")
+        os.chown(run, 65534, 65534)
+    else:
+        put(tmp_path / "elsewhere", rec())
+        run = root / "linked"
+        run.symlink_to(tmp_path / "elsewhere")
+    with pytest.raises(RecordError, match=f"results directory '{run}'"):
+        load_results(str(root))
+    if plant != "a link":
+        with pytest.raises(RecordError, match=f"results directory '{run}'"):
+            load_results(str(run))
+    if plant == "a link":  # the directory named may be a link: what it names is checked
+        assert len(load_results(str(run))) == 1
 
 
 def test_stored_summary_not_trusted(tmp_path):

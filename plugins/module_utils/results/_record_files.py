@@ -16,6 +16,10 @@ import math
 import os
 from typing import Any
 
+from ansible_collections.xdplab.testbed.plugins.module_utils.common._atomic_files import (
+    PrivateDirError,
+    check_private_dir,
+)
 from ansible_collections.xdplab.testbed.plugins.module_utils.results._record_schema import SCHEMA, check_replicate  # noqa: E402
 from ansible_collections.xdplab.testbed.plugins.module_utils.results._statistics import (
     StatsError,
@@ -26,7 +30,7 @@ from ansible_collections.xdplab.testbed.plugins.module_utils.results._statistics
 INCOMPLETE_MARKER = "INCOMPLETE"
 RUN_META = "run.json"
 
-__all__ = ["RecordError", "SCHEMA", "validate_record", "load_record", "load_results",
+__all__ = ["RecordError", "SCHEMA", "check_results_dir", "validate_record", "load_record", "load_results",
            "params_key"]
 
 
@@ -94,6 +98,16 @@ def load_record(path: str) -> dict:
     return validate_record(data, path)
 
 
+def check_results_dir(path: str) -> None:
+    """A results directory records are read from or written to, checked before anything in it is
+    trusted: refused, naming it, when it is a symlink, is not this user's, or another user could write
+    into it or into a directory above it (records planted there would be taken as this run's)."""
+    try:
+        check_private_dir(path, "results directory", create=False)
+    except PrivateDirError as exc:
+        raise RecordError(str(exc)) from None
+
+
 def _record_files(run_dir: str) -> list[str]:
     return sorted(os.path.join(run_dir, f) for f in os.listdir(run_dir)
                   if f.endswith(".json") and f != RUN_META and not f.startswith("."))
@@ -114,6 +128,8 @@ def load_results(path: str, allow_incomplete: bool = False) -> list[dict]:
                                if os.path.isdir(os.path.join(path, d)) and not d.startswith("."))
     records: list[dict] = []
     for run_dir in run_dirs:
+        # the directory named may be a link; the run directories in it may not
+        check_results_dir(os.path.realpath(run_dir) if run_dir == path else run_dir)
         files = _record_files(run_dir)
         incomplete = os.path.exists(os.path.join(run_dir, INCOMPLETE_MARKER))
         if incomplete and (files or run_dir != path):

@@ -14,12 +14,9 @@ from __future__ import annotations
 import json
 import math
 import os
+import stat
 from typing import Any
 
-from ansible_collections.xdplab.testbed.plugins.module_utils.common._atomic_files import (
-    PrivateDirError,
-    check_private_dir,
-)
 from ansible_collections.xdplab.testbed.plugins.module_utils.results._record_schema import SCHEMA, check_replicate  # noqa: E402
 from ansible_collections.xdplab.testbed.plugins.module_utils.results._statistics import (
     StatsError,
@@ -98,14 +95,24 @@ def load_record(path: str) -> dict:
     return validate_record(data, path)
 
 
-def check_results_dir(path: str) -> None:
+def check_results_dir(path: str, owner: int | None = None) -> None:
     """A results directory records are read from or written to, checked before anything in it is
-    trusted: refused, naming it, when it is a symlink, is not this user's, or another user could write
-    into it or into a directory above it (records planted there would be taken as this run's)."""
+    trusted: refused, naming it, when it is a link, or when a user other than root, this one and
+    ``owner`` (the owner of the results root the caller named: a checkout's results belong to whoever
+    owns the checkout) owns it or could write into it - records planted there would be taken as a
+    run's own. Its parents are not checked: a results root is where its user chose to keep it."""
     try:
-        check_private_dir(path, "results directory", create=False)
-    except PrivateDirError as exc:
-        raise RecordError(str(exc)) from None
+        st = os.lstat(path)
+    except FileNotFoundError:
+        return
+    if stat.S_ISLNK(st.st_mode) or not stat.S_ISDIR(st.st_mode):
+        what = "a link" if stat.S_ISLNK(st.st_mode) else "not a directory"
+        raise RecordError(f"results directory {path!r} is {what}: refusing it")
+    if st.st_uid not in (0, os.geteuid(), owner):
+        raise RecordError(f"results directory {path!r} is owned by uid {st.st_uid}: refusing it")
+    if st.st_mode & 0o022:
+        raise RecordError(f"results directory {path!r} is group/world-writable (mode {oct(st.st_mode & 0o777)}): "
+                          "refusing it")
 
 
 def _record_files(run_dir: str) -> list[str]:
@@ -126,10 +133,11 @@ def load_results(path: str, allow_incomplete: bool = False) -> list[dict]:
         raise RecordError(f"{path}: no such file or directory")
     run_dirs = [path] + sorted(os.path.join(path, d) for d in os.listdir(path)
                                if os.path.isdir(os.path.join(path, d)) and not d.startswith("."))
+    root_owner = os.stat(path).st_uid
     records: list[dict] = []
     for run_dir in run_dirs:
         # the directory named may be a link; the run directories in it may not
-        check_results_dir(os.path.realpath(run_dir) if run_dir == path else run_dir)
+        check_results_dir(os.path.realpath(run_dir) if run_dir == path else run_dir, owner=root_owner)
         files = _record_files(run_dir)
         incomplete = os.path.exists(os.path.join(run_dir, INCOMPLETE_MARKER))
         if incomplete and (files or run_dir != path):

@@ -32,9 +32,16 @@ description:
     of runs), unless O(results) names that one run directory, which asks for that run's own report.
   - Idempotent - a re-run that renders the same bytes leaves O(dest) alone and reports C(changed=false).
   - The file is written to a temp name beside O(dest) and renamed; on any error nothing is left.
+  - With O(trend=true), O(results) is a directory of runs (or any number of run directories): each report row
+    (scenario, variant, params) is drawn across the runs in the order O(trend_order), with each run's rate and
+    DUT cost (the same estimator and 95% interval as a one-run report), and the runs where a row moved beyond
+    the scatter between runs are marked as change points (binary segmentation with the maximum two-sample
+    Student t, Bonferroni over the splits, 5% per segment), each with its run, the level before and after, and
+    the size in ns/packet.
 options:
   results:
-    description: A results directory or record file, or a list of two (baseline, candidate).
+    description: A results directory or record file, or a list of two (baseline, candidate); with O(trend=true),
+      a directory of runs or a list of run directories.
     type: list
     elements: path
     required: true
@@ -57,6 +64,19 @@ options:
     description: Include runs still marked C(INCOMPLETE) (flagged in the report) instead of failing.
     type: bool
     default: false
+  trend:
+    description: Draw every row across the runs of O(results) and mark its change points (see above); needs
+      records of two runs or more.
+    type: bool
+    default: false
+    version_added: "0.3.0"
+  trend_order:
+    description: Order of the runs in a trend - C(time) (their start) or C(kernel) (the kernel release in
+      their fingerprint, version-aware, then their start). Only with O(trend=true).
+    type: str
+    choices: [time, kernel]
+    default: time
+    version_added: "0.3.0"
 requirements:
   - scipy (the Student t distribution of intervals and p-values)
   - matplotlib (for O(format=png) and O(format=html))
@@ -85,6 +105,13 @@ EXAMPLES = r"""
     format: png
     dest: results/compare-run-baseline-vs-run-patched/report.png
 
+- name: The last runs of results/ as a trend, with their change points
+  xdplab.testbed.bench_report:
+    results: results
+    trend: true
+    format: png
+    dest: results/trend/report.png
+
 - name: Self-contained HTML page of a run (table, plot, environment, warnings)
   xdplab.testbed.bench_report:
     results: results/20261129T215000Z-1a2b3c
@@ -99,7 +126,8 @@ dest:
   type: str
 rows:
   description: Table rows (sweep rows, or one per A/B comparison with the candidate's figures and
-    the delta in both delta fields).
+    the delta in both delta fields; for a trend one per row and run, with run_id, position, started,
+    kernel, the delta vs the previous and the first run, the fitted levels and the change sizes).
   returned: success
   type: list
   elements: dict
@@ -113,8 +141,20 @@ noise:
     aa_false_positive_rate, and aa_rounds (A/A in interleaved rounds of one configuration, one entry
     per configuration with 6 rounds or more, with false_positive_rate and its exact
     false_positive_interval, round_stdev_ns and mde_ns_all_rounds).
-  returned: success
+  returned: success, not with O(trend=true)
   type: dict
+change_points:
+  description: The change points of a trend, in row and run order - scenario, variant, params, quantity
+    (C(rate) or C(cost)), position and run_id (the first run of the new level), previous_run_id, before and
+    after (levels, ns/packet), size (after minus before), p_bonferroni, splits, changed (fingerprint keys
+    naming what was measured that differ from the run before).
+  returned: with O(trend=true)
+  type: list
+  elements: dict
+  sample:
+    - {scenario: xdp_drop, variant: baseline, params: {pkt_size: 64}, quantity: cost, position: 13,
+       run_id: 20261207T123600Z-00000c, before: 59.86, after: 410.16, size: 350.3, p_bonferroni: 1.1e-11,
+       splits: 17, changed: [{key: xdp.veth0.program, baseline: xdp_drop, candidate: xdp_drop_work}]}
 environment_diff:
   description: Changed fingerprint keys (A/B only).
   returned: when two sides are compared
@@ -128,7 +168,7 @@ import traceback
 
 from ansible.module_utils.basic import AnsibleModule, missing_required_lib
 from ansible_collections.xdplab.testbed.plugins.module_utils.common._atomic_files import atomic_write
-from ansible_collections.xdplab.testbed.plugins.module_utils.results import _report
+from ansible_collections.xdplab.testbed.plugins.module_utils.results import _render_trend, _report, _trend
 from ansible_collections.xdplab.testbed.plugins.module_utils.results._record_files import RecordError
 from ansible_collections.xdplab.testbed.plugins.module_utils.results._statistics import HAS_SCIPY, StatsError
 
@@ -183,7 +223,10 @@ def main() -> None:
             "baseline_variant": {"type": "str"},
             "candidate_variant": {"type": "str"},
             "allow_incomplete": {"type": "bool", "default": False},
+            "trend": {"type": "bool", "default": False},
+            "trend_order": {"type": "str", "default": "time", "choices": list(_trend.ORDERS)},
         },
+        mutually_exclusive=[("trend", "baseline_variant")],
         required_together=[("baseline_variant", "candidate_variant")],
         supports_check_mode=True,
     )
@@ -192,39 +235,49 @@ def main() -> None:
         module.fail_json(msg=missing_required_lib("scipy"))
     if p["format"] in ("png", "html") and not HAS_MPL:
         module.fail_json(msg=missing_required_lib("matplotlib"), exception=MPL_ERR)
-    if len(p["results"]) not in (1, 2):
-        module.fail_json(msg=f"results must be one path or a list of two, got {len(p['results'])}: {p['results']}")
+    if len(p["results"]) not in (1, 2) and not p["trend"]:
+        module.fail_json(msg=f"results must be one path or a list of two, got {len(p['results'])}: {p['results']} "
+                             "(a trend over runs: trend=true)")
     for what, path in [("dest", p["dest"])] + [("results", r) for r in p["results"]]:
         if "\x00" in path:
             module.fail_json(msg=f"{what} {path!r} holds a NUL byte: not a path")
-    comparing = len(p["results"]) == 2 or bool(p["baseline_variant"])
+    comparing = not p["trend"] and (len(p["results"]) == 2 or bool(p["baseline_variant"]))
     dest_dir = os.path.realpath(os.path.dirname(os.path.abspath(p["dest"])))
     if comparing and any(os.path.realpath(r) == dest_dir for r in p["results"]):
         module.fail_json(msg=f"a comparison is written to its own directory, not into the results directory "
                              f"{os.path.dirname(p['dest'])} it compares (its own report files stay as they are)")
     changed = False
     try:
-        report = _report.build(p["results"], baseline_variant=p["baseline_variant"],
-                               candidate_variant=p["candidate_variant"],
-                               allow_incomplete=p["allow_incomplete"])
-        owner = _foreign_run_dir(p["results"], report, dest_dir, comparing)
+        if p["trend"]:
+            report = _trend.build(p["results"], order=p["trend_order"], allow_incomplete=p["allow_incomplete"])
+            renderer = _render_trend.render
+        else:
+            report = _report.build(p["results"], baseline_variant=p["baseline_variant"],
+                                   candidate_variant=p["candidate_variant"],
+                                   allow_incomplete=p["allow_incomplete"])
+            renderer = _report.render
+        owner = _foreign_run_dir(p["results"], report, dest_dir, comparing or p["trend"])
         if owner:
             module.fail_json(msg=f"dest {p['dest']} is inside the run directory {owner}, whose own files this report "
                                  "must not replace: a report goes into a run's directory only when results names "
                                  "that one run directory; write it elsewhere")
         if not module.check_mode:
-            changed = _write_if_different(p["dest"], lambda tmp: _report.render(report, p["format"], tmp))
+            changed = _write_if_different(p["dest"], lambda tmp: renderer(report, p["format"], tmp))
         else:
             with tempfile.TemporaryDirectory() as scratch:
                 tmp = os.path.join(scratch, "report")
-                _report.render(report, p["format"], tmp)
+                renderer(report, p["format"], tmp)
                 changed = not (os.path.isfile(p["dest"]) and filecmp.cmp(tmp, p["dest"], shallow=False))
     except (RecordError, StatsError, ValueError) as exc:
         module.fail_json(msg=str(exc))
     except Exception as exc:
         module.fail_json(msg=f"bench_report: {exc}", exception=traceback.format_exc())
-    result = {"changed": changed, "dest": os.path.abspath(p["dest"]),
-              "rows": report["rows"], "noise": report["noise"], "records": report["records"]}
+    result = {"changed": changed, "dest": os.path.abspath(p["dest"]), "rows": report["rows"],
+              "records": report["records"]}
+    if p["trend"]:
+        result["change_points"] = report["change_points"]
+    else:
+        result["noise"] = report["noise"]
     if "environment_diff" in report:
         result["environment_diff"] = report["environment_diff"]
         result["comparisons"] = report["comparisons"]

@@ -62,10 +62,7 @@ def build(results: list[str], *, baseline_variant: str | None = None,
         "environment": _first_env(sets[0]),
         "noise": noise(all_records),
         "warnings": [f"{r['_path']}: {w}" for r in all_records for w in r.get("warnings") or []],
-        # What the renderers' warnings need from the records beyond the rows.
-        "record_meta": {r["_path"]: {"bound": r.get("bound"), "duration_s": r.get("duration_s"),
-                                     "warnings": list(r.get("warnings") or []), "loss": worst_loss(r)}
-                        for r in all_records},
+        "record_meta": record_meta(all_records),
     }
     if len(sets) == 2 or baseline_variant or candidate_variant:
         base = sets[0]
@@ -90,6 +87,12 @@ def build(results: list[str], *, baseline_variant: str | None = None,
         report["rows"] = [{k: row[k] for k in keys} | {"scenario": t["scenario"], "variant": t["variant"]}
                           for t in report["sweeps"] for row in t["rows"]]
     return report
+
+
+def record_meta(records: list[dict]) -> dict:
+    """What the renderers' warnings need from the records beyond the rows, by record path."""
+    return {r["_path"]: {"bound": r.get("bound"), "duration_s": r.get("duration_s"),
+                         "warnings": list(r.get("warnings") or []), "loss": worst_loss(r)} for r in records}
 
 
 def _first_env(records: list[dict]) -> dict:
@@ -306,6 +309,9 @@ def _paths(record: str | list[str] | None) -> list[str]:
 
 def _items(report: dict) -> list[dict]:
     """The report's rows as {name, params, n, records} for the notices."""
+    if "series" in report:  # a trend: one item per series, its records over all the runs
+        return [{"name": s["name"], "params": s["params"], "n": min(p["n"] for p in s["points"]),
+                 "records": [path for p in s["points"] for path in p["records"]]} for s in report["series"]]
     if "comparisons" in report:
         return [{"name": f"{c['scenario']} {_params(c['params'])}", "params": c["params"],
                  "n": min(c["baseline"]["n"], c["candidate"]["n"]), "note": c.get("note"),
@@ -365,6 +371,7 @@ def notices(report: dict) -> list[tuple[str, str]]:
                     names.append(i["name"])
     for w, names in by_text.items():
         out.append(("warning", f"{', '.join(names)}: {w}"))
+    out += [("note", text) for text in report.get("notes") or []]  # the report's own (a trend's ties, ...)
     mc = report.get("multiple")
     if mc and mc.get("decision") == "holm":
         out.append(("note", f"{mc['rows_tested']} rows tested: {HOLM_NOTE}; {mc['significant_raw']} significant "

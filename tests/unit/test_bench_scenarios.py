@@ -33,3 +33,40 @@ def test_every_row_is_complete():
             assert (ROOT / "files/xdp" / f"{a['program']}.bpf.c").exists(), (name, a["program"])
             for entry in a.get("map_entries", []):
                 assert entry["port"] in ports and "map" in entry and "key" in entry, (name, entry)
+
+
+def _trusted(value):
+    from ansible.template import trust_as_template
+
+    if isinstance(value, str):
+        return trust_as_template(value)
+    if isinstance(value, dict):
+        return {k: _trusted(v) for k, v in value.items()}
+    return value
+
+
+def _attachments(scenario: str, dut_programs: dict) -> list[tuple[str, str, str]]:
+    """(host, interface, program) of every attachment scenario.yml makes for a scenario, rendered by Ansible."""
+    from ansible.parsing.dataloader import DataLoader
+    from ansible.template import Templar
+
+    tasks = yaml.safe_load((ROOT / "roles/bench/tasks/scenario.yml").read_text())
+    block = _trusted(next(t for t in tasks if "block" in t)["vars"])
+    variables = {"__bench_scenario_table": TABLE, "__bench_scenario": scenario, "bench_dut": "dut",
+                 "bench_generator": "gen", "bench_sink": "sink", "bench_dut_interface": "veth0",
+                 "bench_dut_egress_interface": "veth1", "bench_gen_interface": "gveth0",
+                 "bench_sink_interface": "sveth0",
+                 "bench_gen_xdp_program": "xdp_pass", "bench_dut_programs": dut_programs, **block}
+    out = Templar(loader=DataLoader(), variables=variables).template(block["__bench_attachments"])
+    return [(a["host"], a["interface"], a["program"]) for a in out]
+
+
+def test_dut_programs_replace_only_the_duts_own_program():
+    assert _attachments("xdp_drop", {}) == [("dut", "veth0", "xdp_drop"), ("gen", "gveth0", "xdp_pass")]
+    assert _attachments("xdp_drop", {"xdp_drop": "xdp_drop_work"}) == [("dut", "veth0", "xdp_drop_work"),
+                                                                        ("gen", "gveth0", "xdp_pass")]
+    # xdp_tx attaches xdp_drop on the generator too: that one stays
+    assert _attachments("xdp_tx", {"xdp_tx": "xdp_drop_work"}) == [("dut", "veth0", "xdp_drop_work"),
+                                                                    ("gen", "gveth0", "xdp_drop")]
+    # a swap named for another scenario changes nothing here
+    assert _attachments("xdp_tx", {"xdp_drop": "xdp_drop_work"})[0] == ("dut", "veth0", "xdp_tx")

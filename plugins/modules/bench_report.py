@@ -33,8 +33,8 @@ description:
   - Idempotent - a re-run that renders the same bytes leaves O(dest) alone and reports C(changed=false).
   - The file is written to a temp name beside O(dest) and renamed; on any error nothing is left.
   - With O(trend=true), O(results) is a directory of runs (or any number of run directories), and each report row
-    (scenario, variant, params) is drawn across the runs in the order O(trend_order), with each run's rate and
-    DUT cost (the same estimator and 95% interval as a one-run report), and the runs where a row moved beyond
+    (scenario, variant, params) is drawn across the runs in the order O(trend_order), with each run's rate, DUT
+    cost and program stage (the same estimator and 95% interval as a one-run report), and the runs where a row moved beyond
     the scatter between runs are marked as change points (binary segmentation with the maximum two-sample
     Student t, Bonferroni over the splits, 5% per segment), each with its run, the level before and after, and
     the size in ns/packet.
@@ -145,7 +145,7 @@ noise:
   type: dict
 change_points:
   description: The change points of a trend, in row and run order - scenario, variant, params, quantity
-    (C(rate) or C(cost)), position and run_id (the first run of the new level), previous_run_id, before and
+    (C(rate), C(cost) or C(program)), position and run_id (the first run of the new level), previous_run_id, before and
     after (levels, ns/packet), size (after minus before), p_bonferroni, splits, changed (fingerprint keys
     naming what was measured that differ from the run before).
   returned: with O(trend=true)

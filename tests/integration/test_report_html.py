@@ -105,3 +105,36 @@ def test_html_pages_fit_1280_px_without_horizontal_scrolling(page, tmp_path):
     _report.render(_report.build([str(tmp_path / "a"), str(tmp_path / "b")]), "html", str(dest))
     sw, inner = _scroll_width(dest, tmp_path, "cmp")
     assert sw <= inner <= 1280, f"comparison page: scroll width {sw} px in a {inner} px window"
+
+
+def test_trend_page_in_headless_chromium(tmp_path):
+    """A trend of 20 runs with a step in the DUT cost at run #13: the page fits 1280 px, the plot is on
+    the screenshot, and the change point is in the DOM chromium built."""
+    from ansible_collections.xdplab.testbed.plugins.module_utils.results import _render_trend, _trend
+
+    rng = np.random.default_rng(5)
+    for i in range(20):
+        rid = f"20261207T12{i:02d}00Z-{i:06x}"
+        costs = 60.0 + (350.0 if i >= 12 else 0.0) + rng.normal(0, 1.0, 3)
+        rec = build_record(run_id=rid, scenario="xdp_drop", variant="baseline", tool="xdpgen",
+                           params={"pkt_size": 64, "duration": 5}, samples=list(1e9 / (17000 + rng.normal(0, 300, 3))),
+                           environment={"kernel": "6.18.0", "xdp": {"veth0": {"program": "xdp_drop" if i < 12
+                                                                               else "xdp_drop_work"}}},
+                           started=f"2026-12-07T12:{i:02d}:00Z", duration_s=15.0,
+                           extra={"bound": "shared-core", "reps": [{"dut_cost": {"ns_per_packet": c}} for c in costs]})
+        rec["summary"]["dut_cost"] = {"ns_per_packet": float(costs.mean())}
+        (tmp_path / "results" / rid).mkdir(parents=True)
+        write_json_atomic(str(tmp_path / "results" / rid / record_filename("xdp_drop", "baseline", rec["params"])), rec)
+    (tmp_path / "trend").mkdir()
+    dest = tmp_path / "trend" / "report.html"
+    _render_trend.render(_trend.build([str(tmp_path / "results")]), "html", str(dest))
+    sw, inner = _scroll_width(dest, tmp_path, "trend")
+    assert sw <= inner <= 1280, f"trend page: scroll width {sw} px in a {inner} px window"
+    shot = tmp_path / "trend.png"
+    chromium(f"--screenshot={shot}", "--window-size=1280,1600", dest.as_uri(), profile=tmp_path / "profile-shot")
+    img = imread(str(shot))[:, :, :3]
+    red = np.array([int(_render_png.SLOWER[i:i + 2], 16) / 255 for i in (1, 3, 5)])
+    assert (np.abs(img - red) < 0.03).all(axis=2).sum() > 100, "the change point's dashed line is not on screen"
+    dom = chromium("--dump-dom", dest.as_uri(), profile=tmp_path / "profile-dom").stdout
+    assert "xdp_drop/baseline duration=5 pkt_size=64: run #13 (20261207T121200Z-00000c): DUT cost" in dom
+    assert "xdp.veth0.program xdp_drop -&gt; xdp_drop_work" in dom

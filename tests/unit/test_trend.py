@@ -26,20 +26,24 @@ STEP_NS = 350.0
 
 
 def put_run(root, i, ns=(17000.0, 17100.0), costs=(60.0, 61.0), program="xdp_drop", kernel="6.18.0",
-            scenario="xdp_drop", params=None, started=None, run_id=None):
-    """One run directory with one record of the row (``costs`` None: a record without DUT cost)."""
+            scenario="xdp_drop", params=None, started=None, run_id=None, stages=None):
+    """One run directory with one record of the row (``costs`` None: a record without the DUT's total
+    cost, as on a host where no method recovered a known one; ``stages``: the program stage per rep)."""
     t = T0 + dt.timedelta(minutes=3 * i)
     rid = run_id or f"{t:%Y%m%dT%H%M%SZ}-{i:06x}"
     env = {"kernel": kernel, "cpu_mhz": 2000.0 + i,
            "xdp": {"veth0": {"program": program, "tag": f"{len(program):016x}", "prog_id": 100 + i, "mode": "native"}}}
     extra = {"bound": "shared-core"}
-    if costs is not None:
-        extra["reps"] = [{"dut_cost": {"ns_per_packet": c}} for c in costs]
+    if costs is not None or stages is not None:
+        extra["reps"] = [{"dut_cost": dict({} if costs is None else {"ns_per_packet": costs[k]},
+                                           stages={} if stages is None else {"program": stages[k]})}
+                         for k in range(len(costs if costs is not None else stages))]
     r = build_record(run_id=rid, scenario=scenario, variant="baseline", tool="xdpgen",
                      params=params or {"pkt_size": 64, "duration": 5}, samples=[1e9 / x for x in ns],
                      started=started or f"{t:%Y-%m-%dT%H:%M:%SZ}", duration_s=10.0, environment=env, extra=extra)
-    if costs is not None:
-        r["summary"]["dut_cost"] = {"ns_per_packet": float(np.mean(costs))}
+    if costs is not None or stages is not None:
+        r["summary"]["dut_cost"] = dict({} if costs is None else {"ns_per_packet": float(np.mean(costs))},
+                                        stages={} if stages is None else {"program": float(np.mean(stages))})
     d = root / rid
     d.mkdir(parents=True, exist_ok=True)
     write_json_atomic(str(d / record_filename(scenario, "baseline", r["params"])), r)
@@ -233,7 +237,8 @@ def test_missing_cost_is_skipped_and_named(tmp_path):
     assert s["cost_missing"] == missing
     assert [seg["first_position"] for seg in s["cost"]["segments"]] == [1]
     text = " ".join(_render_trend.render_text(rep).split())
-    assert f"no DUT cost in run(s) {', '.join(missing)}; its cost series skips them (a cost is never guessed)" in text
+    assert (f"no DUT cost in run(s) {', '.join(missing)}; its DUT cost series skips them (a cost is never "
+            "guessed)") in text
     assert [r["cost_ns"] is None for r in rep["rows"]] == [False, True, False, False, True, False]
 
 
@@ -244,8 +249,15 @@ def test_no_cost_anywhere_has_no_cost_column_or_panel(tmp_path):
     assert rep["series"][0]["cost"] is None and rep["series"][0]["cost_missing"] == []
     assert "DUT cost ns" not in _render_trend.render_text(rep)
     labels = [ax.get_label() for ax in _render_trend.figure(rep).axes]
+    assert labels == ["trend-pps-xdp_drop/baseline duration=5 pkt_size=64"]
+    # beside a row that has one, a row without a cost says so in its place
+    for i in range(4):
+        put_run(tmp_path / "r", i, scenario="xdp_tx")
+    labels = [ax.get_label() for ax in _render_trend.figure(_trend.build([str(tmp_path / "r")])).axes]
     assert labels == ["trend-pps-xdp_drop/baseline duration=5 pkt_size=64",
-                      "trend-nocost-xdp_drop/baseline duration=5 pkt_size=64"]
+                      "trend-nocost-xdp_drop/baseline duration=5 pkt_size=64",
+                      "trend-pps-xdp_tx/baseline duration=5 pkt_size=64",
+                      "trend-cost-xdp_tx/baseline duration=5 pkt_size=64"]
 
 
 @pytest.mark.parametrize("case, needle", [
@@ -363,3 +375,26 @@ def test_module_trend_refusals(stepped, tmp_path):
     one = sorted(stepped.iterdir())[0]
     rc, res = ansible("bench_report", {"results": [str(one)], "trend": True, "dest": str(tmp_path / "x")})
     assert rc != 0 and "a trend needs records of at least 2 runs" in res["msg"]
+
+
+def test_without_a_total_the_program_stage_carries_the_change(tmp_path):
+    """The embedded bed's records: no total cost (no method recovered a known one there), the program
+    stage in every repetition; the known-cost program from run #5 on."""
+    rng = np.random.default_rng(2)
+    for i in range(10):
+        stage = 60.0 + (STEP_NS if i >= 4 else 0.0)
+        put_run(tmp_path / "r", i, costs=None, stages=tuple(stage + rng.normal(0, 2.0, 2)),
+                program="xdp_drop_work" if i >= 4 else "xdp_drop")
+    rep = _trend.build([str(tmp_path / "r")])
+    (s,) = rep["series"]
+    assert s["cost"] is None and s["cost_missing"] == []
+    (cp,) = rep["change_points"]
+    assert cp["quantity"] == "program" and cp["position"] == 5
+    assert cp["size"] == pytest.approx(STEP_NS, abs=6.0)
+    one = _report.build([str(sorted((tmp_path / "r").iterdir())[4])])
+    assert "program ns [95% CI]" in _render_trend.render_text(rep) and one["rows"][0]["cost_ns"] is None
+    labels = [ax.get_label() for ax in _render_trend.figure(rep).axes]
+    assert labels == ["trend-pps-" + s["name"], "trend-program-" + s["name"]]
+    lines = list(csv.DictReader(io.StringIO(_render_trend.render_csv(rep))))
+    assert float(lines[4]["program_change_ns"]) == pytest.approx(cp["size"], abs=0.01)
+    assert lines[3]["program_change_ns"] == "" and lines[4]["cost_ns"] == ""

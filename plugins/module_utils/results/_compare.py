@@ -64,26 +64,29 @@ def units(records: list[dict], force_units: bool = False) -> dict:
     return {"values": per[0], "level": "repetition", "units": 1, "caveat": CAVEAT_ONE_RUN}
 
 
-def _cost(d: Any) -> float | None:
+def _cost(d: Any, stage: str | None = None) -> float | None:
     cost = d.get("dut_cost") if isinstance(d, dict) else None
-    v = cost.get("ns_per_packet") if isinstance(cost, dict) else None
+    if stage is not None:
+        cost = cost.get("stages") if isinstance(cost, dict) else None
+    v = cost.get(stage or "ns_per_packet") if isinstance(cost, dict) else None
     return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) else None
 
 
-def cost_units(records: list[dict], force_units: bool = False) -> list[float] | None:
+def cost_units(records: list[dict], force_units: bool = False, stage: str | None = None) -> list[float] | None:
     """The DUT's cost per packet (CPU accounting, ``dut_cost``) at the same replication unit as the
     rate: one value per record (its ``summary.dut_cost``) when there are several units, else the
     repetitions' ``reps[].dut_cost`` (the record's summary value when the repetitions do not say).
-    None when any record has no cost: a cost is never guessed."""
+    None when any record has no cost: a cost is never guessed. With ``stage`` (``program``), that
+    stage of the cost (``dut_cost.stages.<stage>``) instead of the total."""
     if len(records) > 1 or force_units:
-        values = [_cost(r.get("summary")) for r in records]
+        values = [_cost(r.get("summary"), stage) for r in records]
         return None if any(v is None for v in values) else values
     rec = records[0]
-    reps = [_cost(r) for r in rec.get("reps") or []]
+    reps = [_cost(r, stage) for r in rec.get("reps") or []]
     reps = [v for v in reps if v is not None]
     if len(reps) >= 1:
         return reps
-    one = _cost(rec.get("summary"))
+    one = _cost(rec.get("summary"), stage)
     return None if one is None else [one]
 
 

@@ -42,12 +42,13 @@ from ansible_collections.xdplab.testbed.plugins.module_utils.results._report imp
     notices,
     row_notices,
 )
+from ansible_collections.xdplab.testbed.plugins.module_utils.results._trend import QUANTITIES
 
 ORDER_TEXT = {"time": "in order of start time", "kernel": "in order of kernel release, then start time"}
 
 
 def _quantity(q: str) -> str:
-    return "DUT cost" if q == "cost" else "rate-derived ns/packet"
+    return QUANTITIES[q][1]
 
 
 def change_text(c: dict) -> str:
@@ -65,13 +66,13 @@ def change_text(c: dict) -> str:
 def _series_notes(report: dict) -> list[str]:
     out = []
     for s in report["series"]:
-        for q in ("rate", "cost"):
+        for q in QUANTITIES:
             res = s.get(q)
             if res and res.get("note"):
                 out.append(f"{s['name']} ({_quantity(q)}): {res['note']}")
-        if s.get("cost_missing"):
-            out.append(f"{s['name']}: no DUT cost in run(s) {', '.join(s['cost_missing'])}; its cost series "
-                       "skips them (a cost is never guessed)")
+            if s.get(f"{q}_missing"):
+                out.append(f"{s['name']}: no {_quantity(q)} in run(s) {', '.join(s[f'{q}_missing'])}; its "
+                           f"{_quantity(q)} series skips them (a cost is never guessed)")
     return out
 
 
@@ -82,9 +83,12 @@ def with_notes(report: dict) -> dict:
 
 
 def _mark(row: dict) -> str:
-    marks = [f"{label} {v:+.2f}" for label, v in (("rate", row["rate_change_ns"]), ("cost", row["cost_change_ns"]))
-             if v is not None]
+    marks = [f"{q} {row[f'{q}_change_ns']:+.2f}" for q in QUANTITIES if row[f"{q}_change_ns"] is not None]
     return ("<- " + ", ".join(marks)) if marks else ""
+
+
+def _stage_text(row: dict) -> str:
+    return cost_text({"cost_ns": row["program_ns"], "cost_ci95_ns": row["program_ci95_ns"]})
 
 
 def _cells(report: dict, s: dict) -> tuple[list[str], list[list[str]]]:
@@ -92,14 +96,16 @@ def _cells(report: dict, s: dict) -> tuple[list[str], list[list[str]]]:
             (s["scenario"], s["variant"], s["params"])]
     with_kernel = report["order"] == "kernel" or len({r["kernel"] for r in rows}) > 1
     with_cost = any(r["cost_ns"] is not None for r in rows)
+    with_stage = any(r["program_ns"] is not None for r in rows)
     head = ["#", "run"] + (["kernel"] if with_kernel else []) + ["pps", "ns/packet", "95% CI ns", "d prev ns", "n"]
-    head += (["DUT cost ns [95% CI]"] if with_cost else []) + ["change ns/packet"]
+    head += (["DUT cost ns [95% CI]"] if with_cost else []) + (["program ns [95% CI]"] if with_stage else [])
+    head.append("change ns/packet")
     body = []
     for r in rows:
         cells = [str(r["position"]), r["run_id"]] + ([r["kernel"] or "-"] if with_kernel else [])
         cells += [f"{r['pps']:.0f}", _f2(r["ns_per_packet"]), ci_text(r["ci95_ns"]), _d2(r["delta_prev_ns"]),
                   str(r["n"])]
-        cells += ([cost_text(r)] if with_cost else []) + [_mark(r)]
+        cells += ([cost_text(r)] if with_cost else []) + ([_stage_text(r)] if with_stage else []) + [_mark(r)]
         body.append(cells)
     return head, body
 
@@ -139,7 +145,8 @@ def render_csv(report: dict) -> str:
     w.writerow(["scenario", "variant", "params", "position", "run_id", "started", "kernel", "pps", "pps_ci95_lo",
                 "pps_ci95_hi", "ns_per_packet", "ns_ci95_lo", "ns_ci95_hi", "n", "delta_prev_ns", "delta_base_ns",
                 "rate_level_ns", "rate_change_ns", "cost_ns", "cost_ci95_ns_lo", "cost_ci95_ns_hi", "cost_n",
-                "cost_level_ns", "cost_change_ns", "bound", "notices"])
+                "cost_level_ns", "cost_change_ns", "program_ns", "program_ci95_ns_lo", "program_ci95_ns_hi",
+                "program_n", "program_level_ns", "program_change_ns", "bound", "notices"])
     for s in report["series"]:
         for r in report["rows"]:
             if (r["scenario"], r["variant"], r["params"]) != (s["scenario"], s["variant"], s["params"]):
@@ -149,7 +156,9 @@ def render_csv(report: dict) -> str:
                         f"{r['ns_per_packet']:.2f}", *_csv_ci(ns_interval(r)), r["n"], _csv2(r["delta_prev_ns"]),
                         _csv2(r["delta_base_ns"]), _csv2(r["rate_level_ns"]), _csv2(r["rate_change_ns"]),
                         _csv2(r["cost_ns"]), *_csv_ci(r["cost_ci95_ns"]), r["cost_n"] or "",
-                        _csv2(r["cost_level_ns"]), _csv2(r["cost_change_ns"]), r["bound"] or "",
+                        _csv2(r["cost_level_ns"]), _csv2(r["cost_change_ns"]), _csv2(r["program_ns"]),
+                        *_csv_ci(r["program_ci95_ns"]), r["program_n"] or "", _csv2(r["program_level_ns"]),
+                        _csv2(r["program_change_ns"]), r["bound"] or "",
                         " | ".join(row_notices(report, s["name"]))])
     return buf.getvalue()
 
@@ -166,10 +175,12 @@ def _panel(ax: Any, s: dict, quantity: str, report: dict) -> None:
         cis = [pps_interval(p, 1e6) for p in use]
         result, scale, ylabel, title = s["rate"], lambda v: 1e3 / v, "Mpps", "Packet rate"
     else:
-        use = [p for p in pts if p["cost_ns"] is not None]
-        ys = [p["cost_ns"] for p in use]
-        cis = [p["cost_ci95_ns"] for p in use]
-        result, scale, ylabel, title = s["cost"], lambda v: v, "ns/packet", "DUT cost per packet"
+        field = QUANTITIES[quantity][0]
+        use = [p for p in pts if p[field] is not None]
+        ys = [p[field] for p in use]
+        cis = [p[field.replace("_ns", "_ci95_ns")] for p in use]
+        result, scale, ylabel = s[quantity], lambda v: v, "ns/packet"
+        title = {"cost": "DUT cost per packet", "program": "program stage per packet"}[quantity]
     xs = [p["position"] for p in use]
     ax.errorbar(xs, ys, yerr=_err(ys, cis), fmt="o", color=BARS, capsize=3, markersize=4)
     lows = [y if ci is None else ci[0] for y, ci in zip(ys, cis, strict=True)]
@@ -196,22 +207,28 @@ def _panel(ax: Any, s: dict, quantity: str, report: dict) -> None:
 
 
 def figure(report: dict) -> Any:
-    """The trend's Figure: per series a panel of its rate (Mpps) and, when its records carry one, a panel
-    of its DUT cost. Axes are labelled trend-pps-<row> and trend-cost-<row>; the notices under the plot
-    are the text labelled "notices"."""
+    """The trend's Figure: per series a panel of its rate (Mpps) and, where any series' records carry
+    them, a panel of its DUT cost and one of its program stage. Axes are labelled trend-pps-<row>,
+    trend-cost-<row>, trend-program-<row> (trend-no<quantity>-<row> when that row has none); the notices
+    under the plot are the text labelled "notices"."""
     from matplotlib.figure import Figure
 
     report = with_notes(report)
     series = report["series"]
-    fig = Figure(figsize=(11, 3.4 * max(1, len(series))))
+    costs = [q for q in ("cost", "program") if any(s[q] for s in series)]
+    cols = 1 + len(costs)
+    fig = Figure(figsize=(5.5 * max(2, cols), 3.4 * max(1, len(series))))
     for i, s in enumerate(series):
-        _panel(fig.add_subplot(len(series), 2, 2 * i + 1, label=f"trend-pps-{s['name']}"), s, "pps", report)
-        if s["cost"]:
-            _panel(fig.add_subplot(len(series), 2, 2 * i + 2, label=f"trend-cost-{s['name']}"), s, "cost", report)
-        else:
-            ax = fig.add_subplot(len(series), 2, 2 * i + 2, label=f"trend-nocost-{s['name']}")
+        _panel(fig.add_subplot(len(series), cols, cols * i + 1, label=f"trend-pps-{s['name']}"), s, "pps", report)
+        for j, q in enumerate(costs):
+            if s[q]:
+                _panel(fig.add_subplot(len(series), cols, cols * i + 2 + j, label=f"trend-{q}-{s['name']}"), s, q,
+                       report)
+                continue
+            ax = fig.add_subplot(len(series), cols, cols * i + 2 + j, label=f"trend-no{q}-{s['name']}")
             ax.axis("off")
-            ax.text(0.5, 0.5, "no DUT cost in these records", ha="center", va="center", transform=ax.transAxes)
+            ax.text(0.5, 0.5, f"no {_quantity(q)} in these records", ha="center", va="center",
+                    transform=ax.transAxes)
     fig.suptitle(_title(report) + "; dashed: change point, grey: level", fontsize=10)
     return _with_notes(fig, report)
 

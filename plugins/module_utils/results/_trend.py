@@ -41,11 +41,11 @@ import math
 import re
 from typing import Any
 
-from ansible_collections.xdplab.testbed.plugins.module_utils.results._compare import side_stats
+from ansible_collections.xdplab.testbed.plugins.module_utils.results._compare import cost_units, side_stats
 from ansible_collections.xdplab.testbed.plugins.module_utils.results._environment import fingerprint_diff
 from ansible_collections.xdplab.testbed.plugins.module_utils.results._record_files import load_results, params_key
 from ansible_collections.xdplab.testbed.plugins.module_utils.results._report import record_meta
-from ansible_collections.xdplab.testbed.plugins.module_utils.results._statistics import no_spread, t_sf
+from ansible_collections.xdplab.testbed.plugins.module_utils.results._statistics import no_spread, summarize, t_sf
 
 __all__ = ["TrendError", "ORDERS", "LEVEL", "MIN_SEGMENT", "METHOD_TEXT", "change_points", "order_runs",
            "build_series", "build"]
@@ -65,6 +65,11 @@ CAVEAT = ("each run's interval is its own repetitions' (within-run noise); a cha
 _WHAT_CHANGED = ("kernel", "kernel_cmdline", "kernel_config_sha256", "kernel_patches", "governor", "tuned_profile",
                  "smt")
 _WHAT_CHANGED_LEAF = {"xdp": ("program", "tag", "mode"), "nic": ("driver", "version", "firmware")}
+# The quantities drawn and tested per row: name -> (the point's field, what it is). "cost" is the DUT's
+# total cost per packet and "program" its program stage (summary.dut_cost, stages.program): each only
+# where the records carry it, never guessed.
+QUANTITIES = {"rate": ("ns_per_packet", "rate-derived ns/packet"), "cost": ("cost_ns", "DUT cost"),
+              "program": ("program_ns", "program stage")}
 
 
 class TrendError(ValueError):
@@ -265,9 +270,10 @@ def build_series(records: list[dict], order: str = "time") -> dict:
 
     A series is a report row (scenario + variant + params) with one point per run that measured it, in
     run order: the row's figures in that run from results._compare.side_stats, the report's one
-    estimator (pps, ns_per_packet, ci95_ns, n; cost_ns, cost_ci95_ns, cost_n), and the change points
-    of its rate-derived ns/packet ("rate") and of its DUT cost ("cost", over the runs that carry one;
-    None when no run does)."""
+    estimator (pps, ns_per_packet, ci95_ns, n; cost_ns, cost_ci95_ns, cost_n; program_ns,
+    program_ci95_ns, program_n by the same computation as the cost), and per quantity of QUANTITIES
+    the change points of its series over the runs that carry it (None when no run does), with
+    ``<quantity>_missing`` naming the runs without it when others have it."""
     if not records:
         raise TrendError("no records: nothing to draw")
     runs, notes = order_runs(runs_of(records), order)
@@ -289,25 +295,34 @@ def build_series(records: list[dict], order: str = "time") -> dict:
                 "pps": side["mean"], "ci95": side["ci95"], "ns_per_packet": side["ns_per_packet"],
                 "ci95_ns": side["ci95_ns"], "n": side["n"], "unit_level": side["unit_level"],
                 "cost_ns": side["cost_ns"], "cost_ci95_ns": side["cost_ci95_ns"], "cost_n": side["cost_n"],
+                **_program(recs),
                 "bound": side["bound"], "records": [r["_path"] for r in recs],
                 "environment": recs[0].get("environment") or {}})
     series = []
     for key in sorted(rows, key=lambda k: (k[0], k[1], k[2])):
         s = rows[key]
         pts = s["points"]
-        s["rate"] = change_points([p["ns_per_packet"] for p in pts], what=f"{s['name']} ns/packet")
-        with_cost = [p for p in pts if p["cost_ns"] is not None]
-        s["cost_missing"] = [p["run_id"] for p in pts if p["cost_ns"] is None] if with_cost else []
-        s["cost"] = None
-        if with_cost:
-            s["cost"] = change_points([p["cost_ns"] for p in with_cost], what=f"{s['name']} DUT cost")
-            _positions(s["cost"], with_cost)
-        _positions(s["rate"], pts)
-        for quantity in ("rate", "cost"):
-            for c in (s[quantity] or {}).get("change_points", []):
-                c["changed"] = what_changed(c.pop("_env_before"), c.pop("_env_after"))
+        for quantity, (field, what) in QUANTITIES.items():
+            have = [p for p in pts if p[field] is not None]
+            s[f"{quantity}_missing"] = [p["run_id"] for p in pts if p[field] is None] if have else []
+            s[quantity] = None
+            if have:
+                s[quantity] = change_points([p[field] for p in have], what=f"{s['name']} {what}")
+                _positions(s[quantity], have)
+                for c in s[quantity]["change_points"]:
+                    c["changed"] = what_changed(c.pop("_env_before"), c.pop("_env_after"))
         series.append(s)
     return {"runs": runs, "series": series, "notes": notes}
+
+
+def _program(records: list[dict]) -> dict:
+    """The program stage of a row in one run, by the computation of its DUT cost (cost_units at the
+    same replication unit, Student t over its values)."""
+    values = cost_units(records, stage="program")
+    if not values:
+        return {"program_ns": None, "program_ci95_ns": None, "program_n": 0}
+    st = summarize(values)
+    return {"program_ns": st["mean"], "program_ci95_ns": st["ci95"], "program_n": st["n"]}
 
 
 def _positions(result: dict, points: list[dict]) -> None:
@@ -348,21 +363,18 @@ def build(results: list[str], order: str = "time", allow_incomplete: bool = Fals
     changes = []
     for s in data["series"]:
         first = s["points"][0]
-        cost_pts = [p for p in s["points"] if p["cost_ns"] is not None]
         for i, p in enumerate(s["points"]):
-            row = {k: p[k] for k in ("run_id", "position", "started", "kernel", "pps", "ci95", "ns_per_packet",
-                                     "ci95_ns", "n", "unit_level", "cost_ns", "cost_ci95_ns", "cost_n", "bound")}
+            row = {k: v for k, v in p.items() if k not in ("records", "environment")}
             row.update(scenario=s["scenario"], variant=s["variant"], params=s["params"],
                        delta_prev_ns=p["ns_per_packet"] - s["points"][i - 1]["ns_per_packet"] if i else None,
-                       delta_base_ns=p["ns_per_packet"] - first["ns_per_packet"] if i else None,
-                       rate_level_ns=level_at(s["rate"], i),
-                       cost_level_ns=level_at(s["cost"], cost_pts.index(p)) if p in cost_pts else None,
-                       rate_change_ns=next((c["size"] for c in s["rate"]["change_points"]
-                                            if c["position"] == p["position"]), None),
-                       cost_change_ns=next((c["size"] for c in (s["cost"] or {}).get("change_points", [])
-                                            if c["position"] == p["position"]), None))
+                       delta_base_ns=p["ns_per_packet"] - first["ns_per_packet"] if i else None)
+            for quantity, (field, _what) in QUANTITIES.items():
+                have = [q for q in s["points"] if q[field] is not None]
+                row[f"{quantity}_level_ns"] = level_at(s[quantity], have.index(p)) if p in have else None
+                row[f"{quantity}_change_ns"] = next((c["size"] for c in (s[quantity] or {}).get("change_points", [])
+                                                     if c["position"] == p["position"]), None)
             rows.append(row)
-        for quantity in ("rate", "cost"):
+        for quantity in QUANTITIES:
             for c in (s[quantity] or {}).get("change_points", []):
                 changes.append(dict(c, scenario=s["scenario"], variant=s["variant"],
                                     params=s["params"], name=s["name"], quantity=quantity))

@@ -32,12 +32,12 @@ description:
     of runs), unless O(results) names that one run directory, which asks for that run's own report.
   - Idempotent - a re-run that renders the same bytes leaves O(dest) alone and reports C(changed=false).
   - The file is written to a temp name beside O(dest) and renamed; on any error nothing is left.
-  - With O(trend=true), O(results) is a directory of runs (or any number of run directories), and each report row
-    (scenario, variant, params) is drawn across the runs in the order O(trend_order), with each run's rate, DUT
-    cost and program stage (the same estimator and 95% interval as a one-run report), and the runs where a row moved beyond
-    the scatter between runs are marked as change points (binary segmentation with the maximum two-sample
-    Student t, Bonferroni over the splits, 5% per segment), each with its run, the level before and after, and
-    the size in ns/packet.
+  - With O(trend=true), O(results) is a directory of runs (or any number of run directories), and each report
+    row (scenario, variant, params) is drawn across the runs in the order O(trend_order), with each run's rate,
+    DUT cost and program stage (the same estimator and 95% interval as a one-run report), and the runs where a
+    row moved beyond the scatter between runs are marked as change points (binary segmentation with the
+    maximum two-sample Student t, Bonferroni over the splits, 5% per segment), each with its run, the level
+    before and after, and the size in ns/packet.
 options:
   results:
     description: A results directory or record file, or a list of two (baseline, candidate); with O(trend=true),

@@ -36,7 +36,7 @@ description:
     row (scenario, variant, params) is drawn across the runs in the order O(trend_order), with each run's rate,
     DUT cost and program stage (the same estimator and 95% interval as a one-run report), and the runs where a
     row moved beyond the scatter between runs are marked as change points (binary segmentation with the
-    maximum two-sample Student t, Bonferroni over the splits, 5% per segment), each with its run, the level
+    maximum two-sample Student t, Bonferroni over the series' splits, 5%), each with its run, the level
     before and after, and the size in ns/packet.
 options:
   results:

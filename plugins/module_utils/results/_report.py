@@ -49,7 +49,10 @@ from ansible_collections.xdplab.testbed.plugins.module_utils.results._text_layou
     wrap_text,
 )
 
-FORMATS = ("text", "markdown", "csv", "png", "html")
+# The report formats and the file each is written to in a directory (bench_report's dest).
+REPORT_FILES = {"text": "report.txt", "markdown": "report.md", "csv": "report.csv", "png": "report.png",
+                "html": "report.html"}
+FORMATS = tuple(REPORT_FILES)
 
 
 # ------------------------------------------------------------------- data

@@ -117,8 +117,8 @@ def render_ab(report: dict, markdown: bool = False) -> str:
              f"{r['candidate']['mean']:.0f}", fixed2(r["baseline"]["ns_per_packet"]),
              fixed2(r["candidate"]["ns_per_packet"]), _delta_cell(r),
              f"{r['baseline']['n']}/{r['candidate']['n']}"] for label, r in zip(labels, report["rows"], strict=True)]
-    table = fitted_table(["scenario", "pps A", "pps B", "ns/pkt A", "ns/pkt B", "delta ns/pkt [95% CI]", "n boots A/B"],
-                   rows, markdown)
+    table = fitted_table(["scenario", "pps A", "pps B", "ns/pkt A", "ns/pkt B", "delta ns/pkt [95% CI]",
+                          "n boots A/B"], rows, markdown)
     out += table if markdown else [f"  {line}" for line in table]
     prose = [f"{sc} rows share: {params_text(shared)}." for sc, shared in sorted(common.items()) if shared]
     prose.append(f"A = {k['baseline']}, B = {k['candidate']}: {report['method_text']} (n.s.: not significant).")
@@ -151,8 +151,8 @@ def render_ab(report: dict, markdown: bool = False) -> str:
     cfg = report.get("config_diff")
     if env:
         out += fitted_table(["key", k["baseline"], k["candidate"], "varies between boots"],
-                      [[d["key"], _value(d["baseline"]), _value(d["candidate"]),
-                        "yes" if d.get("varies_between_boots") else "no"] for d in env], markdown)
+                            [[d["key"], _value(d["baseline"]), _value(d["candidate"]),
+                              "yes" if d.get("varies_between_boots") else "no"] for d in env], markdown)
     else:
         out.append("No difference in the environment fingerprints.")
     out.append("")
@@ -160,7 +160,7 @@ def render_ab(report: dict, markdown: bool = False) -> str:
         out.append("Kernel configs not given: no .config diff.")
     elif cfg:
         out += fitted_table(["option", k["baseline"], k["candidate"]],
-                      [[d["option"], d["baseline"], d["candidate"]] for d in cfg], markdown)
+                            [[d["option"], d["baseline"], d["candidate"]] for d in cfg], markdown)
     else:
         out.append("The two .config files set the same options.")
     series = report.get("series")

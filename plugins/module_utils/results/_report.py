@@ -510,7 +510,7 @@ def render_text(report: dict, markdown: bool = False) -> str:
                      _n(t["rows"][0]["n"])] + _cost_cells(t["rows"][0], [t["rows"][0] for t in singles])
                     for t in singles]
             out += fitted_table(["scenario", "variant", "pps", "ns/packet", "95% CI ns", "d first ns", "n"]
-                          + _cost_head([t["rows"][0] for t in singles]), rows, markdown)
+                                + _cost_head([t["rows"][0] for t in singles]), rows, markdown)
             out.append("")
         for t in report["sweeps"]:
             if len(singles) >= 2 and t in singles:
@@ -529,7 +529,7 @@ def render_text(report: dict, markdown: bool = False) -> str:
                      signed2(r["delta_base_ns"]), _n(r["n"])] + _cost_cells(r, t["rows"])
                     for r in t["rows"]]
             out += fitted_table(["params", "pps", "ns/packet", "95% CI ns", "d prev ns", "d first ns", "n"]
-                          + _cost_head(t["rows"]), rows, markdown)
+                                + _cost_head(t["rows"]), rows, markdown)
             out.append("")
     out += [h("Noise"), ""] + [w for line in noise_lines(report["noise"]) for w in wrap_text(line, markdown)] + [""]
     out += wrap_text(FOOTER, markdown)

@@ -266,6 +266,12 @@ def ledger_tracker(ledger_dir: str):
     return track
 
 
+def killed_at_boot(res: _qemu.GuestResult, boot_timeout: float | None) -> bool:
+    """The guest was killed by the boot watchdog: it had not reached its init when the time ran out (a
+    guest that ended by itself before its init - a kernel panic - was not, and is not booted again)."""
+    return bool(boot_timeout) and res.boot_stalled and res.duration_s >= boot_timeout
+
+
 def main() -> None:
     module = AnsibleModule(
         argument_spec=dict(
@@ -356,7 +362,7 @@ def main() -> None:
             else:
                 res = _qemu.run(spec, timeout=p["timeout"], boot_timeout=tcg_boot,
                                 track=ledger_tracker(p["ledger_dir"]))
-            if accel == "tcg" and res.boot_stalled and tcg_boot:
+            if accel == "tcg" and killed_at_boot(res, tcg_boot):
                 boot_retried = True
                 last = (_qemu.console_tail(res.console_log, 1).strip() or "an empty console")[:200]
                 module.warn(f"the TCG guest did not reach its init within {tcg_boot:g}s (last: {last}); "
@@ -383,7 +389,7 @@ def main() -> None:
         if res.timed_out:
             module.fail_json(msg=f"guest did not finish within {p['timeout']}s; killed. Console tail:\n"
                              + _qemu.console_tail(res.console_log), **result)
-        if res.boot_stalled and accel == "tcg":
+        if accel == "tcg" and killed_at_boot(res, tcg_boot):
             module.fail_json(msg=f"the TCG guest did not reach its init within {tcg_boot:g}s"
                              + (", twice" if boot_retried else "") + "; killed. Console tail:\n"
                              + _qemu.console_tail(res.console_log), **result)

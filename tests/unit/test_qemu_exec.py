@@ -63,7 +63,8 @@ def test_kvm_stall_falls_back_to_tcg(tmp_path):
 def test_a_stalled_tcg_boot_is_booted_once_more(tmp_path):
     """An emulated boot that stalls before the guest's init (RCU stalls under host load) is killed at
     tcg_boot_timeout and booted again: the command had not started, nothing is repeated."""
-    res, calls = _run_module({"tcg_boot_timeout": 90}, results=[_result(rc=None, boot_stalled=True), _result()],
+    res, calls = _run_module({"tcg_boot_timeout": 90},
+                             results=[_result(rc=None, boot_stalled=True, duration_s=90.2), _result()],
                              tmp_path=tmp_path)
     assert calls == [("tcg", 90.0), ("tcg", 90.0)]
     assert res["rc"] == 0 and res["boot_retried"] is True and not res.get("failed"), res
@@ -71,9 +72,17 @@ def test_a_stalled_tcg_boot_is_booted_once_more(tmp_path):
 
 
 def test_a_tcg_boot_that_stalls_twice_fails_naming_it(tmp_path):
-    res, calls = _run_module({}, results=[_result(rc=None, boot_stalled=True)] * 2, tmp_path=tmp_path)
+    res, calls = _run_module({}, results=[_result(rc=None, boot_stalled=True, duration_s=180.1)] * 2,
+                             tmp_path=tmp_path)
     assert len(calls) == 2
     assert res["failed"] and "did not reach its init within 180s, twice" in res["msg"], res
+
+
+def test_a_guest_that_ends_before_its_init_is_not_booted_again(tmp_path):
+    """A kernel that panics (QEMU exits by itself, -no-reboot) is reported as before, booted once."""
+    res, calls = _run_module({}, results=[_result(rc=None, boot_stalled=True, duration_s=12.0)], tmp_path=tmp_path)
+    assert len(calls) == 1 and res["boot_retried"] is False
+    assert res["failed"] and "without running the command to completion" in res["msg"], res
 
 
 def test_no_tcg_boot_watchdog_with_zero(tmp_path):

@@ -30,8 +30,8 @@ description:
     directories is refused, so a run's own report files are never overwritten. So is any O(dest) in a
     run directory whose records the report reads (record files given one by one, or a parent directory
     of runs), unless O(results) names that one run directory, which asks for that run's own report.
-  - Idempotent - a re-run that renders the same bytes leaves O(dest) alone and reports C(changed=false).
-  - The file is written to a temp name beside O(dest) and renamed; on any error nothing is left.
+  - Idempotent - a re-run that renders the same bytes leaves a file alone and reports C(changed=false).
+  - Each file is written to a temp name beside it and renamed; on any error nothing is left of it.
   - With O(trend=true), O(results) is a directory of runs (or any number of run directories), and each report
     row (scenario, variant, params) is drawn across the runs in the order O(trend_order), with each run's rate,
     DUT cost and program stage (the same estimator and 95% interval as a one-run report), and the runs where a
@@ -46,12 +46,16 @@ options:
     elements: path
     required: true
   format:
-    description: Output format.
-    type: str
+    description:
+      - Output format, or a list of them when O(dest) is a directory.
+      - Default - every format when O(dest) is a directory, else V(text).
+    type: list
+    elements: str
     choices: [text, markdown, csv, png, html]
-    default: text
   dest:
-    description: File to write. Its directory must exist.
+    description:
+      - File to write (its directory must exist), or an existing directory, where each format goes to
+        its own file - C(report.txt), C(report.md), C(report.csv), C(report.png), C(report.html).
     type: path
     required: true
   baseline_variant:
@@ -117,13 +121,23 @@ EXAMPLES = r"""
     results: results/20261129T215000Z-1a2b3c
     format: html
     dest: results/20261129T215000Z-1a2b3c/report.html
+
+- name: Every format of a run's report, into the run's directory (report.txt, report.md, ...)
+  xdplab.testbed.bench_report:
+    results: results/20261129T215000Z-1a2b3c
+    dest: results/20261129T215000Z-1a2b3c
 """
 
 RETURN = r"""
 dest:
-  description: The written file.
+  description: The written file, or the directory the files went to.
   returned: success
   type: str
+files:
+  description: The report file of each format (written, or already holding the same bytes), by format.
+  returned: success
+  type: dict
+  sample: {text: results/20261129T215000Z-1a2b3c/report.txt, png: results/20261129T215000Z-1a2b3c/report.png}
 rows:
   description: Table rows (sweep rows, or one per A/B comparison with the candidate's figures and
     the delta in both delta fields; for a trend one per row and run, with run_id, position, started,
@@ -218,7 +232,7 @@ def main() -> None:
     module = AnsibleModule(
         argument_spec={
             "results": {"type": "list", "elements": "path", "required": True},
-            "format": {"type": "str", "default": "text", "choices": list(_report.FORMATS)},
+            "format": {"type": "list", "elements": "str", "choices": list(_report.FORMATS)},
             "dest": {"type": "path", "required": True},
             "baseline_variant": {"type": "str"},
             "candidate_variant": {"type": "str"},
@@ -233,19 +247,24 @@ def main() -> None:
     p = module.params
     if not HAS_SCIPY:
         module.fail_json(msg=missing_required_lib("scipy"))
-    if p["format"] in ("png", "html") and not HAS_MPL:
-        module.fail_json(msg=missing_required_lib("matplotlib"), exception=MPL_ERR)
     if len(p["results"]) not in (1, 2) and not p["trend"]:
         module.fail_json(msg=f"results must be one path or a list of two, got {len(p['results'])}: {p['results']} "
                              "(a trend over runs: trend=true)")
     for what, path in [("dest", p["dest"])] + [("results", r) for r in p["results"]]:
         if "\x00" in path:
             module.fail_json(msg=f"{what} {path!r} holds a NUL byte: not a path")
+    in_dir = os.path.isdir(p["dest"])
+    formats = p["format"] or (list(_report.FORMATS) if in_dir else ["text"])
+    if len(formats) > 1 and not in_dir:
+        module.fail_json(msg=f"format {formats} writes several files: dest {p['dest']!r} must be an existing directory")
+    if {"png", "html"} & set(formats) and not HAS_MPL:
+        module.fail_json(msg=missing_required_lib("matplotlib"), exception=MPL_ERR)
+    files = {fmt: os.path.join(p["dest"], _report.REPORT_FILES[fmt]) if in_dir else p["dest"] for fmt in formats}
     comparing = not p["trend"] and (len(p["results"]) == 2 or bool(p["baseline_variant"]))
-    dest_dir = os.path.realpath(os.path.dirname(os.path.abspath(p["dest"])))
+    dest_dir = os.path.realpath(p["dest"] if in_dir else os.path.dirname(os.path.abspath(p["dest"])))
     if comparing and any(os.path.realpath(r) == dest_dir for r in p["results"]):
         module.fail_json(msg=f"a comparison is written to its own directory, not into the results directory "
-                             f"{os.path.dirname(p['dest'])} it compares (its own report files stay as they are)")
+                             f"{dest_dir} it compares (its own report files stay as they are)")
     changed = False
     try:
         if p["trend"]:
@@ -261,19 +280,21 @@ def main() -> None:
             module.fail_json(msg=f"dest {p['dest']} is inside the run directory {owner}, whose own files this report "
                                  "must not replace: a report goes into a run's directory only when results names "
                                  "that one run directory; write it elsewhere")
-        if not module.check_mode:
-            changed = _write_if_different(p["dest"], lambda tmp: renderer(report, p["format"], tmp))
-        else:
+        for fmt, dest in files.items():
+            if not module.check_mode:
+                changed |= _write_if_different(dest, lambda tmp, fmt=fmt: renderer(report, fmt, tmp))
+                continue
             with tempfile.TemporaryDirectory() as scratch:
                 tmp = os.path.join(scratch, "report")
-                renderer(report, p["format"], tmp)
-                changed = not (os.path.isfile(p["dest"]) and filecmp.cmp(tmp, p["dest"], shallow=False))
+                renderer(report, fmt, tmp)
+                changed |= not (os.path.isfile(dest) and filecmp.cmp(tmp, dest, shallow=False))
     except (RecordError, StatsError, ValueError) as exc:
         module.fail_json(msg=str(exc))
     except Exception as exc:
         module.fail_json(msg=f"bench_report: {exc}", exception=traceback.format_exc())
-    result = {"changed": changed, "dest": os.path.abspath(p["dest"]), "rows": report["rows"],
-              "records": report["records"]}
+    result = {"changed": changed, "dest": os.path.abspath(p["dest"]),
+              "files": {fmt: os.path.abspath(f) for fmt, f in files.items()},
+              "rows": report["rows"], "records": report["records"]}
     if p["trend"]:
         result["change_points"] = report["change_points"]
     else:

@@ -262,6 +262,8 @@ def forget_started(ledger_dir: str | None, proc_dir: str) -> None:
 
 def run(module: AnsibleModule) -> dict:
     p = module.params
+    # bad parameters are named before the kernel's pktgen is looked at
+    spec = check_spec({k: p[k] for k in _SPEC_KEYS}) if p["state"] != "stopped" else None
     pg = Pktgen(p["proc_dir"])
     pg.available()
     if p["state"] == "stopped":
@@ -280,7 +282,6 @@ def run(module: AnsibleModule) -> dict:
         out.update(changed=True, commands=pg.log)
         return out
 
-    spec = check_spec({k: p[k] for k in _SPEC_KEYS})
     if module.check_mode:
         missing = [t for t in spec["threads"] if t not in pg.threads()]
         if missing:

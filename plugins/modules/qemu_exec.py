@@ -56,6 +56,15 @@ options:
         refusing the CPU model, a hang in the firmware) is killed and the run is repeated under TCG.
     type: float
     default: 30.0
+  tcg_boot_timeout:
+    description:
+      - Seconds a TCG guest may take to reach its init (it takes 10 to 20 on an idle host). A guest that does
+        not is killed and booted once more, and the result says so in RV(boot_retried); a second stall fails
+        the task. Under host load an emulated boot can stall for good early on (RCU stalls on a vCPU whose
+        timer interrupts stop), and the command has not started then, so booting again repeats nothing.
+      - V(0) waits for the whole O(timeout) instead.
+    type: float
+    default: 180.0
   memory:
     description: Guest memory in MiB.
     type: int
@@ -201,6 +210,10 @@ accel_reason:
   returned: always
   type: str
   sample: KVM probe did not answer within 3.0s (hung /dev/kvm)
+boot_retried:
+  description: The first TCG boot did not reach its init within O(tcg_boot_timeout) and was booted once more.
+  returned: always
+  type: bool
 timed_out:
   description: The guest was killed at the deadline.
   returned: always
@@ -253,6 +266,12 @@ def ledger_tracker(ledger_dir: str):
     return track
 
 
+def killed_at_boot(res: _qemu.GuestResult, boot_timeout: float | None) -> bool:
+    """The guest was killed by the boot watchdog: it had not reached its init when the time ran out (a
+    guest that ended by itself before its init - a kernel panic - was not, and is not booted again)."""
+    return bool(boot_timeout) and res.boot_stalled and res.duration_s >= boot_timeout
+
+
 def main() -> None:
     module = AnsibleModule(
         argument_spec=dict(
@@ -262,6 +281,7 @@ def main() -> None:
             accel=dict(type="str", choices=["auto", "kvm", "tcg"], default="auto"),
             kvm_probe_timeout=dict(type="float", default=3.0),
             kvm_boot_timeout=dict(type="float", default=30.0),
+            tcg_boot_timeout=dict(type="float", default=180.0),
             memory=dict(type="int", default=1024),
             cpus=dict(type="int", default=2),
             append=dict(type="str", default=""),
@@ -326,6 +346,8 @@ def main() -> None:
             qemu=qemu,
             busybox=busybox,
         )
+        tcg_boot = p["tcg_boot_timeout"] or None
+        boot_retried = False
         try:
             if accel == "kvm":
                 res = _qemu.run(spec, timeout=p["timeout"], boot_timeout=p["kvm_boot_timeout"],
@@ -335,9 +357,18 @@ def main() -> None:
                                f"({(res.qemu_output.strip().splitlines() or ['no qemu output'])[-1]}): "
                                "fell back to TCG")
                     accel = spec.accel = "tcg"
-                    res = _qemu.run(spec, timeout=p["timeout"], track=ledger_tracker(p["ledger_dir"]))
+                    res = _qemu.run(spec, timeout=p["timeout"], boot_timeout=tcg_boot,
+                                    track=ledger_tracker(p["ledger_dir"]))
             else:
-                res = _qemu.run(spec, timeout=p["timeout"], track=ledger_tracker(p["ledger_dir"]))
+                res = _qemu.run(spec, timeout=p["timeout"], boot_timeout=tcg_boot,
+                                track=ledger_tracker(p["ledger_dir"]))
+            if accel == "tcg" and killed_at_boot(res, tcg_boot):
+                boot_retried = True
+                last = (_qemu.console_tail(res.console_log, 1).strip() or "an empty console")[:200]
+                module.warn(f"the TCG guest did not reach its init within {tcg_boot:g}s (last: {last}); "
+                            "booted it once more")
+                res = _qemu.run(spec, timeout=p["timeout"], boot_timeout=tcg_boot,
+                                track=ledger_tracker(p["ledger_dir"]))
         except _qemu.QemuError as exc:
             module.fail_json(msg=str(exc))
         result = dict(
@@ -353,9 +384,14 @@ def main() -> None:
             duration_s=res.duration_s,
             qemu_argv=res.argv,
             qemu_rc=res.qemu_rc,
+            boot_retried=boot_retried,
         )
         if res.timed_out:
             module.fail_json(msg=f"guest did not finish within {p['timeout']}s; killed. Console tail:\n"
+                             + _qemu.console_tail(res.console_log), **result)
+        if accel == "tcg" and killed_at_boot(res, tcg_boot):
+            module.fail_json(msg=f"the TCG guest did not reach its init within {tcg_boot:g}s"
+                             + (", twice" if boot_retried else "") + "; killed. Console tail:\n"
                              + _qemu.console_tail(res.console_log), **result)
         if res.rc is None:
             module.fail_json(msg="guest exited without running the command to completion (no exit status). "

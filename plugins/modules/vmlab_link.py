@@ -72,7 +72,7 @@ import json
 import traceback
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.xdplab.testbed.plugins.module_utils.common import _command
+from ansible_collections.xdplab.testbed.plugins.module_utils.common import _command, _validate
 from ansible_collections.xdplab.testbed.plugins.module_utils.state import _ledger
 from ansible_collections.xdplab.testbed.plugins.module_utils.testbed import _vmlab_guests as _vmlab
 
@@ -133,6 +133,10 @@ def main() -> None:
         supports_check_mode=True,
     )
     p = module.params
+    try:
+        _validate.netns_name(p["netns"], "vmlab_link netns")
+    except _validate.ValidationError as exc:
+        module.fail_json(msg=str(exc))
     try:
         guests = []
         for g in p["guests"]:

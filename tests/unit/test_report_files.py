@@ -50,3 +50,28 @@ def test_the_run_named_by_results_gets_its_report(run):
     rc, res = ansible("bench_report", {"results": [str(run)], "format": "text", "dest": str(run / "report.txt")})
     assert rc == 0 and res["changed"] is True, res
     assert (run / "report.txt").read_text().startswith("Environment")
+
+
+def test_a_directory_dest_gets_each_format_under_its_own_name(run, tmp_path):
+    out = tmp_path / "out"
+    out.mkdir()
+    rc, res = ansible("bench_report", {"results": [str(run)], "dest": str(out)})
+    assert rc == 0 and res["changed"] is True, res
+    names = {"text": "report.txt", "markdown": "report.md", "csv": "report.csv", "png": "report.png",
+             "html": "report.html"}
+    assert res["files"] == {fmt: str(out / name) for fmt, name in names.items()}, res["files"]
+    assert sorted(os.listdir(out)) == sorted(names.values())
+    assert (out / "report.txt").read_text().startswith("Environment")
+    assert (out / "report.png").read_bytes().startswith(b"\x89PNG")
+    # the same again: nothing changes; some formats only: those files
+    rc, res = ansible("bench_report", {"results": [str(run)], "dest": str(out)})
+    assert rc == 0 and res["changed"] is False, res
+    rc, res = ansible("bench_report", {"results": [str(run)], "dest": str(out), "format": ["csv", "markdown"]})
+    assert rc == 0 and res["files"] == {"csv": str(out / "report.csv"), "markdown": str(out / "report.md")}, res
+
+
+def test_several_formats_into_one_file_are_refused_naming_dest(run, tmp_path):
+    dest = tmp_path / "report.txt"
+    rc, res = ansible("bench_report", {"results": [str(run)], "dest": str(dest), "format": ["text", "csv"]})
+    assert rc != 0 and f"dest '{dest}' must be an existing directory" in res["msg"], res
+    assert not dest.exists()

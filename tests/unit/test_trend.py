@@ -365,6 +365,11 @@ def test_module_trend_is_written_once_and_idempotent(stepped, tmp_path):
     assert len(res["rows"]) == 20 and res["rows"][1]["delta_prev_ns"] is not None
     rc, again = ansible("bench_report", args)
     assert rc == 0 and again["changed"] is False
+    # every format into the trend's own directory, under the names every report uses
+    rc, every = ansible("bench_report", {"results": [str(stepped)], "trend": True, "dest": str(dest.parent)})
+    assert rc == 0, every
+    assert sorted(every["files"]) == sorted(_report.REPORT_FILES)
+    assert sorted(p.name for p in dest.parent.iterdir()) == sorted(_report.REPORT_FILES.values())
 
 
 def test_module_trend_refusals(stepped, tmp_path):

@@ -12,8 +12,8 @@ from ansible_collections.xdplab.testbed.plugins.module_utils.results._bisect imp
     BisectError,
     planned_steps,
 )
+from ansible_collections.xdplab.testbed.plugins.module_utils.results._text_layout import WIDTH
 
-WIDTH = 100
 SCHEMA = "xdplab.bisect/v1"
 
 

@@ -14,14 +14,14 @@ from __future__ import annotations
 import json
 import textwrap
 
-from ansible_collections.xdplab.testbed.plugins.module_utils.results._report import (
+from ansible_collections.xdplab.testbed.plugins.module_utils.results._text_layout import (
     WIDTH,
-    _common_params,
-    _d2,
-    _f2,
-    _params,
-    _table,
-    _wrap,
+    common_params,
+    fitted_table,
+    fixed2,
+    params_text,
+    signed2,
+    wrap_text,
 )
 
 # The widest a value of the environment diff is printed (the JSON keeps it whole): a kernel command
@@ -38,16 +38,16 @@ def row_labels(rows: list[dict]) -> tuple[list[str], dict[str, dict]]:
     by_scenario: dict[str, list[dict]] = {}
     for r in rows:
         by_scenario.setdefault(r["scenario"], []).append(r["params"])
-    common = {sc: _common_params(ps) for sc, ps in by_scenario.items() if len(ps) > 1}
+    common = {sc: common_params(ps) for sc, ps in by_scenario.items() if len(ps) > 1}
     labels = []
     for r in rows:
         shared = common.get(r["scenario"])
         if shared is None:
-            labels.append(f"{r['scenario']} {_params(r['params'])}")
+            labels.append(f"{r['scenario']} {params_text(r['params'])}")
             continue
         rest = {k: v for k, v in r["params"].items() if k not in shared and k != "variant"}
         name = r["scenario"] + (f"/{r['params']['variant']}" if "variant" in r["params"] else "")
-        labels.append(f"{name} {_params(rest)}" if rest else name)
+        labels.append(f"{name} {params_text(rest)}" if rest else name)
     return labels, common
 
 
@@ -65,9 +65,9 @@ def _delta_cell(row: dict) -> str:
 
 def _aa_line(row: dict, what: str) -> str:
     aa = row["aa"]
-    spread = (f"boot-to-boot stdev {_f2(aa['boot_stdev_ns'])}, spread {_f2(aa['spread_ns'])} ns/packet over "
+    spread = (f"boot-to-boot stdev {fixed2(aa['boot_stdev_ns'])}, spread {fixed2(aa['spread_ns'])} ns/packet over "
               f"{aa['boots']} boots; smallest effect {aa['boots']} boots per kernel detect (80% power): "
-              f"{_f2(aa['mde_ns'])} ns/packet")
+              f"{fixed2(aa['mde_ns'])} ns/packet")
     if aa["ci95_ns"] is None:
         return f"{what}: {aa['note']}; {spread}"
     lo, hi = aa["ci95_ns"]
@@ -86,7 +86,7 @@ def _loo_line(row: dict, what: str) -> str:
         stable = "the sign changes: one boot decides the direction of a significant row"
     else:
         stable = "the sign changes"
-    return (f"{what}: delta {_d2(lo['delta_min'])} to {_d2(lo['delta_max'])} "
+    return (f"{what}: delta {signed2(lo['delta_min'])} to {signed2(lo['delta_max'])} "
             f"ns/packet with one of {lo['deltas']} boots left out ({stable})")
 
 
@@ -97,7 +97,7 @@ def _value(v: object) -> str:
 
 def _bullets(lines: list[str], markdown: bool) -> list[str]:
     """'- line' items in WIDTH columns, continuation lines indented under the text."""
-    return [out for line in lines for out in _wrap(f"- {line}", markdown, indent="  ")]
+    return [out for line in lines for out in wrap_text(f"- {line}", markdown, indent="  ")]
 
 
 def render_ab(report: dict, markdown: bool = False) -> str:
@@ -114,13 +114,13 @@ def render_ab(report: dict, markdown: bool = False) -> str:
              f"{report['boots']['candidate']} boots, interleaved"), ""]
     labels, common = row_labels(report["rows"])
     rows = [[label, f"{r['baseline']['mean']:.0f}",
-             f"{r['candidate']['mean']:.0f}", _f2(r["baseline"]["ns_per_packet"]),
-             _f2(r["candidate"]["ns_per_packet"]), _delta_cell(r),
+             f"{r['candidate']['mean']:.0f}", fixed2(r["baseline"]["ns_per_packet"]),
+             fixed2(r["candidate"]["ns_per_packet"]), _delta_cell(r),
              f"{r['baseline']['n']}/{r['candidate']['n']}"] for label, r in zip(labels, report["rows"], strict=True)]
-    table = _table(["scenario", "pps A", "pps B", "ns/pkt A", "ns/pkt B", "delta ns/pkt [95% CI]", "n boots A/B"],
-                   rows, markdown)
+    table = fitted_table(["scenario", "pps A", "pps B", "ns/pkt A", "ns/pkt B", "delta ns/pkt [95% CI]",
+                          "n boots A/B"], rows, markdown)
     out += table if markdown else [f"  {line}" for line in table]
-    prose = [f"{sc} rows share: {_params(shared)}." for sc, shared in sorted(common.items()) if shared]
+    prose = [f"{sc} rows share: {params_text(shared)}." for sc, shared in sorted(common.items()) if shared]
     prose.append(f"A = {k['baseline']}, B = {k['candidate']}: {report['method_text']} (n.s.: not significant).")
     for label, r in zip(labels, report["rows"], strict=True):
         bind = r.get("xsk_bind")
@@ -136,31 +136,31 @@ def render_ab(report: dict, markdown: bool = False) -> str:
                      "(family-wise 5%), the one to act on.")
     out.append("")
     for para in prose:
-        out += _wrap(para, markdown)
+        out += wrap_text(para, markdown)
     for w in report.get("warnings") or []:
-        out += _wrap(f"WARNING: {w}", markdown, indent="  ")
+        out += wrap_text(f"WARNING: {w}", markdown, indent="  ")
     out += ["", h(f"A/A check ({k['baseline']} vs {k['baseline']} across boots)"), ""]
     out += _bullets([_aa_line(r, label) for label, r in zip(labels, report["rows"], strict=True)], markdown)
     out += ["", h("Leave one boot out"), ""]
     out += _bullets([_loo_line(r, label) for label, r in zip(labels, report["rows"], strict=True)], markdown)
     if report.get("unmatched"):
-        out += [""] + _wrap("Measured on one kernel only: " + "; ".join(
-            f"{u['kernel']}: {u['scenario']} {_params(u['params'])}" for u in report["unmatched"]), markdown)
+        out += [""] + wrap_text("Measured on one kernel only: " + "; ".join(
+            f"{u['kernel']}: {u['scenario']} {params_text(u['params'])}" for u in report["unmatched"]), markdown)
     out += ["", h(f"Environment and config diff ({k['baseline']} -> {k['candidate']})"), ""]
     env = report.get("environment_diff") or []
     cfg = report.get("config_diff")
     if env:
-        out += _table(["key", k["baseline"], k["candidate"], "varies between boots"],
-                      [[d["key"], _value(d["baseline"]), _value(d["candidate"]),
-                        "yes" if d.get("varies_between_boots") else "no"] for d in env], markdown)
+        out += fitted_table(["key", k["baseline"], k["candidate"], "varies between boots"],
+                            [[d["key"], _value(d["baseline"]), _value(d["candidate"]),
+                              "yes" if d.get("varies_between_boots") else "no"] for d in env], markdown)
     else:
         out.append("No difference in the environment fingerprints.")
     out.append("")
     if cfg is None:
         out.append("Kernel configs not given: no .config diff.")
     elif cfg:
-        out += _table(["option", k["baseline"], k["candidate"]],
-                      [[d["option"], d["baseline"], d["candidate"]] for d in cfg], markdown)
+        out += fitted_table(["option", k["baseline"], k["candidate"]],
+                            [[d["option"], d["baseline"], d["candidate"]] for d in cfg], markdown)
     else:
         out.append("The two .config files set the same options.")
     series = report.get("series")

@@ -27,13 +27,13 @@ from ansible_collections.xdplab.testbed.plugins.module_utils.results._report imp
     FOOTER,
     RATE_MARK,
     RATE_MARK_TEXT,
-    _noise_lines,
-    _params,
     cost_delta_text,
     cost_text,
     env_lines,
+    noise_lines,
     notices,
 )
+from ansible_collections.xdplab.testbed.plugins.module_utils.results._text_layout import params_text
 
 CSS = """
 body{font-family:system-ui,-apple-system,"Segoe UI",sans-serif;margin:2em auto;max-width:1150px;color:#222}
@@ -82,7 +82,7 @@ def _summary_table(report: dict) -> list[str]:
             raw = "-" if c["ci95_ns"] is None else ("sig." if c.get("significant_raw", c["significant"]) else "n.s.")
             mark = RATE_MARK if c.get("rate_not_dut_bound") else ""
             cls = c["direction"] if c["ci95_ns"] is not None and c["significant"] else "same"
-            cells = [(c["scenario"], ""), (_params(c["params"]), ""), (f"{b['mean']:.0f}", "num"),
+            cells = [(c["scenario"], ""), (params_text(c["params"]), ""), (f"{b['mean']:.0f}", "num"),
                      (_num(b["ns_per_packet"]), "num"), (_ci(b.get("ci95_ns")), "num"), (b["n"], "num"),
                      (f"{k['mean']:.0f}", "num"), (_num(k["ns_per_packet"]), "num"), (_ci(k.get("ci95_ns")), "num"),
                      (k["n"], "num"), (f"{c['delta_ns_per_packet']:+.2f}{mark} ({c['direction']})", "num delta"),
@@ -100,7 +100,7 @@ def _summary_table(report: dict) -> list[str]:
         for t in report.get("sweeps") or []:
             for r in t["rows"]:
                 mpps_ci = pps_interval(r, 1e6)
-                cells = [(t["scenario"], ""), (t["variant"], ""), (_params(r["params"]), ""),
+                cells = [(t["scenario"], ""), (t["variant"], ""), (params_text(r["params"]), ""),
                          (f"{r['pps'] / 1e6:.3f}", "num"), (_ci(mpps_ci, "{:.3f}"), "num"),
                          (_num(r["ns_per_packet"]), "num"), (_ci(ns_interval(r)), "num"),
                          (_num(r["delta_prev_ns"], "{:+.2f}"), "num"), (_num(r["delta_base_ns"], "{:+.2f}"), "num"),
@@ -162,6 +162,6 @@ def render_html(report: dict) -> str:
             out.append("</tbody></table>")
         if report["comparisons"]:
             out.append(f"<p>Method: {_e(report['comparisons'][0].get('method_text', ''))}.</p>")
-    out += ["<h2>Noise</h2>"] + [f"<p>{_e(line)}</p>" for line in _noise_lines(report["noise"])]
+    out += ["<h2>Noise</h2>"] + [f"<p>{_e(line)}</p>" for line in noise_lines(report["noise"])]
     out.append("</body></html>")
     return "\n".join(out) + "\n"

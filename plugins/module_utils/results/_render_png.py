@@ -18,14 +18,12 @@ from __future__ import annotations
 import io
 from typing import Any
 
+from ansible_collections.xdplab.testbed.plugins.module_utils.results._text_layout import params_text
+
 FASTER = "#2a9d4b"
 SLOWER = "#c0392b"
 NEUTRAL = "#8c8c8c"
 BARS = "#4c72b0"
-
-
-def _params(p: dict) -> str:
-    return " ".join(f"{k}={v}" for k, v in sorted(p.items())) or "-"
 
 
 def pps_interval(row: dict, scale: float = 1.0) -> list[float | None] | None:
@@ -114,7 +112,7 @@ def _x_values(table: dict) -> tuple[list, list[str] | None, str]:
             return list(range(len(rows))), [str(x) for x in raw], key
     if not table["varying"]:  # repeated runs of one configuration (A/A): one point per record
         return list(range(len(rows))), [f"#{i + 1}" for i in range(len(rows))], "repeated run (same params)"
-    labels = [_params({k: r["params"].get(k) for k in table["varying"]}) for r in rows]
+    labels = [params_text({k: r["params"].get(k) for k in table["varying"]}) for r in rows]
     return list(range(len(rows))), labels, ", ".join(table["varying"])
 
 
@@ -160,7 +158,7 @@ def _ab(ax: Any, cmps: list[dict]) -> None:
     common = _common([c["params"] or {} for c in cmps]) if len(cmps) > 1 else {}
     for c in cmps:
         own = {k: v for k, v in (c["params"] or {}).items() if k not in common}
-        labels.append(c["scenario"] + (f"\n{_params(own)}" if own else ""))
+        labels.append(c["scenario"] + (f"\n{params_text(own)}" if own else ""))
         d = c["delta_ns_per_packet"]
         deltas.append(d)
         intervals.append(c["ci95_ns"])
@@ -187,7 +185,7 @@ def _ab(ax: Any, cmps: list[dict]) -> None:
     base = cmps[0]["baseline"].get("variant", "baseline") if cmps else "baseline"
     cand = cmps[0]["candidate"].get("variant", "candidate") if cmps else "candidate"
     ax.set_xlabel(f"delta ns/packet ({cand} minus {base}); negative = faster"
-                  + (f"; all rows: {_params(common)}" if common else ""))
+                  + (f"; all rows: {params_text(common)}" if common else ""))
     holm_used = any(c.get("decision") == "holm" for c in cmps)
     ax.set_title("A/B: delta ns/packet, 95% interval; green faster, red slower, grey not significant"
                  + (" (Holm-adjusted)" if holm_used else ""), fontsize=10)

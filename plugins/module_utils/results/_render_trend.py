@@ -32,15 +32,18 @@ from ansible_collections.xdplab.testbed.plugins.module_utils.results._report imp
     FOOTER,
     _csv2,
     _csv_ci,
-    _d2,
-    _f2,
-    _table,
-    _wrap,
     ci_text,
     cost_text,
     env_lines,
     notices,
     row_notices,
+)
+from ansible_collections.xdplab.testbed.plugins.module_utils.results._text_layout import (
+    WIDTH,
+    fitted_table,
+    fixed2,
+    signed2,
+    wrap_text,
 )
 from ansible_collections.xdplab.testbed.plugins.module_utils.results._trend import QUANTITIES
 
@@ -103,7 +106,7 @@ def _cells(report: dict, s: dict) -> tuple[list[str], list[list[str]]]:
     body = []
     for r in rows:
         cells = [str(r["position"]), r["run_id"]] + ([r["kernel"] or "-"] if with_kernel else [])
-        cells += [f"{r['pps']:.0f}", _f2(r["ns_per_packet"]), ci_text(r["ci95_ns"]), _d2(r["delta_prev_ns"]),
+        cells += [f"{r['pps']:.0f}", fixed2(r["ns_per_packet"]), ci_text(r["ci95_ns"]), signed2(r["delta_prev_ns"]),
                   str(r["n"])]
         cells += ([cost_text(r)] if with_cost else []) + ([_stage_text(r)] if with_stage else []) + [_mark(r)]
         body.append(cells)
@@ -118,23 +121,23 @@ def _title(report: dict) -> str:
 def render_text(report: dict, markdown: bool = False) -> str:
     report = with_notes(report)
     h = (lambda s: f"## {s}") if markdown else (lambda s: f"{s}\n{'=' * len(s)}")
-    out = _wrap(_title(report), markdown) + [""]
+    out = wrap_text(_title(report), markdown) + [""]
     out += [h("Environment (the latest run)"), ""]
-    env = env_lines(report["environment"], 100)
+    env = env_lines(report["environment"], WIDTH)
     out += (["```"] + env + ["```"]) if markdown else env
     out.append("")
     for kind, text in notices(report):
-        out += _wrap(("- " if markdown else "") + f"{kind.upper()}: {text}", markdown, indent="  ")
+        out += wrap_text(("- " if markdown else "") + f"{kind.upper()}: {text}", markdown, indent="  ")
     out += ["", h("Change points"), ""]
     if report["change_points"]:
         out += [w for c in report["change_points"]
-                for w in _wrap(("- " if markdown else "") + f"{c['name']}: {change_text(c)}", markdown, "  ")]
+                for w in wrap_text(("- " if markdown else "") + f"{c['name']}: {change_text(c)}", markdown, "  ")]
     else:
         out.append("No row moved beyond its noise.")
-    out += [""] + _wrap(f"Method: {report['method_text']}.", markdown) + [""]
+    out += [""] + wrap_text(f"Method: {report['method_text']}.", markdown) + [""]
     for s in report["series"]:
-        out += [h(s["name"]), ""] + _table(*_cells(report, s), markdown) + [""]
-    out += _wrap(FOOTER, markdown)
+        out += [h(s["name"]), ""] + fitted_table(*_cells(report, s), markdown) + [""]
+    out += wrap_text(FOOTER, markdown)
     return "\n".join(out) + "\n"
 
 

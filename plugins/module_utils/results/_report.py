@@ -39,8 +39,20 @@ from ansible_collections.xdplab.testbed.plugins.module_utils.results._render_png
     render_png,
 )
 from ansible_collections.xdplab.testbed.plugins.module_utils.results._run_summary import worst_loss
+from ansible_collections.xdplab.testbed.plugins.module_utils.results._text_layout import (
+    WIDTH,
+    common_params,
+    fitted_table,
+    fixed2,
+    params_text,
+    signed2,
+    wrap_text,
+)
 
-FORMATS = ("text", "markdown", "csv", "png", "html")
+# The report formats and the file each is written to in a directory (bench_report's dest).
+REPORT_FILES = {"text": "report.txt", "markdown": "report.md", "csv": "report.csv", "png": "report.png",
+                "html": "report.html"}
+FORMATS = tuple(REPORT_FILES)
 
 
 # ------------------------------------------------------------------- data
@@ -119,10 +131,6 @@ def _row_from_cmp(c: dict) -> dict:
 
 # ----------------------------------------------------------------- helpers
 
-def _f2(v: float | None) -> str:
-    return "-" if v is None else f"{v:.2f}"
-
-
 def _csv2(v: float | None) -> str:
     return "" if v is None else f"{v:.2f}"
 
@@ -133,14 +141,6 @@ def _csvg(v: float | None) -> str:
 
 def _csv_ci(ci: list[float | None] | None) -> list[str]:
     return ["", ""] if not ci else ["" if x is None else f"{x:.2f}" for x in ci]
-
-
-def _d2(v: float | None) -> str:
-    return "" if v is None else f"{v:+.2f}"
-
-
-def _params(p: dict) -> str:
-    return " ".join(f"{k}={v}" for k, v in sorted(p.items())) or "-"
 
 
 FOOTER = ("ns/packet: each repetition's 1e9/pps; a unit's (run, round, boot) is the mean over its repetitions; "
@@ -156,16 +156,6 @@ def ci_text(ci: list[float] | None) -> str:
 
 def _n(n: int) -> str:
     return str(n) + ("" if n > 1 else " (no interval)")
-
-
-def _common_params(params: list[dict]) -> dict:
-    """The params every dict has with the same value."""
-    if not params:
-        return {}
-    return {k: v for k, v in params[0].items() if all(p.get(k, object()) == v for p in params[1:])}
-
-
-WIDTH = 100  # columns of the cover-letter text and the Markdown
 
 
 def shorten(text: str, width: int) -> str:
@@ -249,7 +239,7 @@ def _env_lines(env: dict) -> list[str]:
     return lines
 
 
-def _noise_lines(nz: dict) -> list[str]:
+def noise_lines(nz: dict) -> list[str]:
     out = []
     if nz["pooled_stdev_ns"] is None:
         out.append("Noise: every record has n=1, no interval; noise unknown.")
@@ -273,7 +263,7 @@ def _noise_lines(nz: dict) -> list[str]:
                    f"by pooled repetitions "
                    f"{aa['repetition_level_false_positive_rate'] * 100:.1f}%). Round stdev "
                    f"{aa['round_stdev_ns']:.2f} ns/packet at {aa['mean_ns']:.2f} ns/packet; minimum detectable "
-                   f"effect (80% power) {_f2(aa['mde_ns_all_rounds'])} ns/packet with {aa['mde_rounds_per_side']} "
+                   f"effect (80% power) {fixed2(aa['mde_ns_all_rounds'])} ns/packet with {aa['mde_rounds_per_side']} "
                    f"rounds per side.")
     return out
 
@@ -313,11 +303,11 @@ def _items(report: dict) -> list[dict]:
         return [{"name": s["name"], "params": s["params"], "n": min(p["n"] for p in s["points"]),
                  "records": [path for p in s["points"] for path in p["records"]]} for s in report["series"]]
     if "comparisons" in report:
-        return [{"name": f"{c['scenario']} {_params(c['params'])}", "params": c["params"],
+        return [{"name": f"{c['scenario']} {params_text(c['params'])}", "params": c["params"],
                  "n": min(c["baseline"]["n"], c["candidate"]["n"]), "note": c.get("note"),
                  "records": _paths(c["baseline"].get("record")) + _paths(c["candidate"].get("record"))}
                 for c in report["comparisons"]]
-    return [{"name": f"{t['scenario']}/{t['variant']} {_params(r['params'])}", "params": r["params"], "n": r["n"],
+    return [{"name": f"{t['scenario']}/{t['variant']} {params_text(r['params'])}", "params": r["params"], "n": r["n"],
              "records": _paths(r.get("record"))}
             for t in report.get("sweeps") or [] for r in t["rows"]]
 
@@ -398,37 +388,6 @@ def _rel(report: dict, path: str) -> str:
 
 # ----------------------------------------------------------------- renderers
 
-def _one_table(headers: list[str], rows: list[list[str]], markdown: bool) -> list[str]:
-    if markdown:
-        rule = "|" + "|".join("---:" if i else "---" for i in range(len(headers))) + "|"
-        out = ["| " + " | ".join(headers) + " |", rule]
-        return out + ["| " + " | ".join(r) + " |" for r in rows]
-    widths = [max(len(h), *(len(r[i]) for r in rows)) if rows else len(h) for i, h in enumerate(headers)]
-    fmt = "  ".join(f"{{:<{w}}}" if i == 0 else f"{{:>{w}}}" for i, w in enumerate(widths))
-    return [fmt.format(*headers), fmt.format(*("-" * w for w in widths))] + [fmt.format(*r) for r in rows]
-
-
-def _table(headers: list[str], rows: list[list[str]], markdown: bool) -> list[str]:
-    """A table in WIDTH columns: when its columns do not fit, they are split over several tables, each
-    led by the first column (the row's name), so no cell is cut and no line is wider than WIDTH."""
-    sep = 3 if markdown else 2
-    widths = [max(len(h), *(len(r[i]) for r in rows)) if rows else len(h) for i, h in enumerate(headers)]
-    chunks: list[list[int]] = [[]]
-    used = widths[0] + (4 if markdown else 0)
-    for i in range(1, len(headers)):
-        if chunks[-1] and used + sep + widths[i] > WIDTH:
-            chunks.append([])
-            used = widths[0] + (4 if markdown else 0)
-        chunks[-1].append(i)
-        used += sep + widths[i]
-    out: list[str] = []
-    for k, cols in enumerate(chunks):
-        idx = [0] + cols
-        out += ([""] if k else []) + _one_table([headers[i] for i in idx], [[r[i] for i in idx] for r in rows],
-                                                markdown)
-    return out
-
-
 def _cost_head(rows: list[dict]) -> list[str]:
     return (["DUT cost ns [95% CI]"] if any(r.get("cost_ns") is not None for r in rows) else []) + (
         ["bound"] if any(r.get("bound") for r in rows) else [])
@@ -451,7 +410,7 @@ def ab_table(report: dict) -> tuple[list[str], list[list[str]]]:
     cmps = report["comparisons"]
     holm_used = (report.get("multiple") or {}).get("decision") == "holm"
     with_cost = any(c.get("cost_delta_ns") is not None for c in cmps)
-    common = _common_params([c["params"] for c in cmps])
+    common = common_params([c["params"] for c in cmps])
     rows = []
     for c in cmps:
         b, k = c["baseline"], c["candidate"]
@@ -462,9 +421,9 @@ def ab_table(report: dict) -> tuple[list[str], list[list[str]]]:
             call, raw = _yes(c["significant"]), _yes(c.get("significant_raw", c["significant"]))
         mark = RATE_MARK if c.get("rate_not_dut_bound") else ""
         own = {k: v for k, v in c["params"].items() if k not in common} if len(cmps) > 1 else c["params"]
-        rows.append([f"{c['scenario']} {_params(own)}".strip(), f"{_f2(b['ns_per_packet'])} ({b['n']})",
-                     f"{_f2(k['ns_per_packet'])} ({k['n']})",
-                     f"{_d2(c['delta_ns_per_packet'])}{mark} {c['direction']}", ci, call, raw])
+        rows.append([f"{c['scenario']} {params_text(own)}".strip(), f"{fixed2(b['ns_per_packet'])} ({b['n']})",
+                     f"{fixed2(k['ns_per_packet'])} ({k['n']})",
+                     f"{signed2(c['delta_ns_per_packet'])}{mark} {c['direction']}", ci, call, raw])
         if with_cost:
             rows[-1].append(cost_delta_text(c))
     head = ["scenario/params", "A ns/pkt (n)", "B ns/pkt (n)", "delta ns/pkt", "95% CI ns",
@@ -503,11 +462,6 @@ def multiple_text(mc: dict) -> str:
     return text
 
 
-def _wrap(text: str, markdown: bool, indent: str = "") -> list[str]:
-    """A paragraph in WIDTH columns (Markdown joins the lines back into one paragraph)."""
-    return textwrap.wrap(text, WIDTH, subsequent_indent=indent, break_on_hyphens=False)
-
-
 def render_text(report: dict, markdown: bool = False) -> str:
     h = (lambda s: f"## {s}") if markdown else (lambda s: f"{s}\n{'=' * len(s)}")
     out = [h("Environment"), ""]
@@ -516,27 +470,28 @@ def render_text(report: dict, markdown: bool = False) -> str:
     out.append("")
     found = notices(report)
     for kind, text in found:
-        out += _wrap(("- " if markdown else "") + f"{kind.upper()}: {text}", markdown, indent="  ")
+        out += wrap_text(("- " if markdown else "") + f"{kind.upper()}: {text}", markdown, indent="  ")
     if found:
         out.append("")
     if "comparisons" in report:
-        out += [h("A/B comparison (candidate minus baseline)"), ""] + _wrap(f"Method: {METHOD_TEXT}.", markdown) + [""]
-        common = _common_params([c["params"] for c in report["comparisons"]])
+        out += [h("A/B comparison (candidate minus baseline)"), ""]
+        out += wrap_text(f"Method: {METHOD_TEXT}.", markdown) + [""]
+        common = common_params([c["params"] for c in report["comparisons"]])
         if common and len(report["comparisons"]) > 1:
-            out += _wrap(f"Common params: {_params(common)}", markdown) + [""]
-        out += _table(*ab_table(report), markdown)
+            out += wrap_text(f"Common params: {params_text(common)}", markdown) + [""]
+        out += fitted_table(*ab_table(report), markdown)
         if any(c.get("rate_not_dut_bound") for c in report["comparisons"]):
-            out += _wrap(RATE_MARK_TEXT, markdown)
+            out += wrap_text(RATE_MARK_TEXT, markdown)
         out.append("")
         mc = report.get("multiple")
         if mc:
-            out += _wrap(multiple_text(mc), markdown)
+            out += wrap_text(multiple_text(mc), markdown)
             out.append(f"Units: {', '.join(sorted({c['unit_level'] for c in report['comparisons']}))}; "
                        "n counts units.")
             out.append("")
         if report.get("unmatched"):
             out.append("Unmatched (not compared: no record of the other side measured the same thing):")
-            out += [w for u in report["unmatched"] for w in _wrap(f"- {unmatched_text(u)}", markdown, "  ")]
+            out += [w for u in report["unmatched"] for w in wrap_text(f"- {unmatched_text(u)}", markdown, "  ")]
             out.append("")
         out += [h("What changed besides the variant (environment diff)"), ""]
         diff = report.get("environment_diff") or []
@@ -545,7 +500,7 @@ def render_text(report: dict, markdown: bool = False) -> str:
         else:
             rows = [[d["key"], shorten(json.dumps(d["baseline"]), 38), shorten(json.dumps(d["candidate"]), 38)]
                     for d in diff]
-            out += _table(["key", "baseline", "candidate"], rows, markdown)
+            out += fitted_table(["key", "baseline", "candidate"], rows, markdown)
         out.append("")
     else:
         singles = [t for t in report["sweeps"] if len(t["rows"]) == 1]
@@ -554,15 +509,15 @@ def render_text(report: dict, markdown: bool = False) -> str:
             # which is how "XDP vs tc vs netfilter drop on the same DUT" reads.
             first = singles[0]["rows"][0]["ns_per_packet"]
             out += [h(f"Scenarios (d first = ns/packet minus {singles[0]['scenario']})"), ""]
-            common = _common_params([t["rows"][0]["params"] for t in singles])
+            common = common_params([t["rows"][0]["params"] for t in singles])
             if common:
-                out += _wrap(f"Common params: {_params(common)}", markdown) + [""]
-            rows = [[t["scenario"], t["variant"], f"{t['rows'][0]['pps']:.0f}", _f2(t["rows"][0]["ns_per_packet"]),
-                     ci_text(t["rows"][0]["ci95_ns"]), _d2(t["rows"][0]["ns_per_packet"] - first),
+                out += wrap_text(f"Common params: {params_text(common)}", markdown) + [""]
+            rows = [[t["scenario"], t["variant"], f"{t['rows'][0]['pps']:.0f}", fixed2(t["rows"][0]["ns_per_packet"]),
+                     ci_text(t["rows"][0]["ci95_ns"]), signed2(t["rows"][0]["ns_per_packet"] - first),
                      _n(t["rows"][0]["n"])] + _cost_cells(t["rows"][0], [t["rows"][0] for t in singles])
                     for t in singles]
-            out += _table(["scenario", "variant", "pps", "ns/packet", "95% CI ns", "d first ns", "n"]
-                          + _cost_head([t["rows"][0] for t in singles]), rows, markdown)
+            out += fitted_table(["scenario", "variant", "pps", "ns/packet", "95% CI ns", "d first ns", "n"]
+                                + _cost_head([t["rows"][0] for t in singles]), rows, markdown)
             out.append("")
         for t in report["sweeps"]:
             if len(singles) >= 2 and t in singles:
@@ -574,16 +529,17 @@ def render_text(report: dict, markdown: bool = False) -> str:
                 title += f": records differ in {', '.join(t['varying'])}"
             out += [h(title), ""]
             shown = t["varying"]  # only what differs between the rows; the rest is said once
-            out += _wrap(f"Common params: {_params(_common_params([r['params'] for r in t['rows']]))}", markdown) + [""]
-            rows = [[_params({k: v for k, v in r["params"].items() if k in shown}) if shown else "(common)",
-                     f"{r['pps']:.0f}", _f2(r["ns_per_packet"]), ci_text(r["ci95_ns"]), _d2(r["delta_prev_ns"]),
-                     _d2(r["delta_base_ns"]), _n(r["n"])] + _cost_cells(r, t["rows"])
+            shared = params_text(common_params([r["params"] for r in t["rows"]]))
+            out += wrap_text(f"Common params: {shared}", markdown) + [""]
+            rows = [[params_text({k: v for k, v in r["params"].items() if k in shown}) if shown else "(common)",
+                     f"{r['pps']:.0f}", fixed2(r["ns_per_packet"]), ci_text(r["ci95_ns"]), signed2(r["delta_prev_ns"]),
+                     signed2(r["delta_base_ns"]), _n(r["n"])] + _cost_cells(r, t["rows"])
                     for r in t["rows"]]
-            out += _table(["params", "pps", "ns/packet", "95% CI ns", "d prev ns", "d first ns", "n"]
-                          + _cost_head(t["rows"]), rows, markdown)
+            out += fitted_table(["params", "pps", "ns/packet", "95% CI ns", "d prev ns", "d first ns", "n"]
+                                + _cost_head(t["rows"]), rows, markdown)
             out.append("")
-    out += [h("Noise"), ""] + [w for line in _noise_lines(report["noise"]) for w in _wrap(line, markdown)] + [""]
-    out += _wrap(FOOTER, markdown)
+    out += [h("Noise"), ""] + [w for line in noise_lines(report["noise"]) for w in wrap_text(line, markdown)] + [""]
+    out += wrap_text(FOOTER, markdown)
     return "\n".join(out) + "\n"
 
 
@@ -612,7 +568,7 @@ def render_csv(report: dict) -> str:
                         c["baseline"].get("bound") or "", c["candidate"].get("bound") or "",
                         str(bool(c.get("rate_not_dut_bound"))).lower(), _csv2(c.get("cost_delta_ns")),
                         *_csv_ci(c.get("cost_ci95_ns")), c.get("headline", "rate"),
-                        " | ".join(row_notices(report, f"{c['scenario']} {_params(c['params'])}"))])
+                        " | ".join(row_notices(report, f"{c['scenario']} {params_text(c['params'])}"))])
     else:
         w.writerow(["scenario", "variant", "params", "pps", "ns_per_packet", "delta_prev_ns", "delta_base_ns", "n",
                     "pps_ci95_lo", "pps_ci95_hi", "ns_ci95_lo", "ns_ci95_hi", "bound", "cost_ns", "cost_ci95_ns_lo",
@@ -624,7 +580,8 @@ def render_csv(report: dict) -> str:
                             _csv2(r["delta_base_ns"]), r["n"], *_csv_ci(pps_interval(r)), *_csv_ci(ns_interval(r)),
                             r.get("bound") or "", _csv2(r.get("cost_ns")), *_csv_ci(r.get("cost_ci95_ns")),
                             r.get("cost_n") or "",
-                            " | ".join(row_notices(report, f"{t['scenario']}/{t['variant']} {_params(r['params'])}"))])
+                            " | ".join(row_notices(report,
+                                                   f"{t['scenario']}/{t['variant']} {params_text(r['params'])}"))])
     return buf.getvalue()
 
 

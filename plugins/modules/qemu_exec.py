@@ -65,6 +65,7 @@ options:
       - V(0) waits for the whole O(timeout) instead.
     type: float
     default: 180.0
+    version_added: "0.3.0"
   memory:
     description: Guest memory in MiB.
     type: int

@@ -118,8 +118,8 @@ def test_trend_page_in_headless_chromium(tmp_path):
         costs = 60.0 + (350.0 if i >= 12 else 0.0) + rng.normal(0, 1.0, 3)
         rec = build_record(run_id=rid, scenario="xdp_drop", variant="baseline", tool="xdpgen",
                            params={"pkt_size": 64, "duration": 5}, samples=list(1e9 / (17000 + rng.normal(0, 300, 3))),
-                           environment={"kernel": "6.18.0", "xdp": {"veth0": {"program": "xdp_drop" if i < 12
-                                                                               else "xdp_drop_work"}}},
+                           environment={"kernel": "6.18.0",
+                                        "xdp": {"veth0": {"program": "xdp_drop" if i < 12 else "xdp_drop_work"}}},
                            started=f"2026-12-07T12:{i:02d}:00Z", duration_s=15.0,
                            extra={"bound": "shared-core", "reps": [{"dut_cost": {"ns_per_packet": c}} for c in costs]})
         rec["summary"]["dut_cost"] = {"ns_per_packet": float(costs.mean())}

@@ -63,10 +63,10 @@ def _attachments(scenario: str, dut_programs: dict) -> list[tuple[str, str, str]
 
 def test_dut_programs_replace_only_the_duts_own_program():
     assert _attachments("xdp_drop", {}) == [("dut", "veth0", "xdp_drop"), ("gen", "gveth0", "xdp_pass")]
-    assert _attachments("xdp_drop", {"xdp_drop": "xdp_drop_work"}) == [("dut", "veth0", "xdp_drop_work"),
-                                                                        ("gen", "gveth0", "xdp_pass")]
+    assert _attachments("xdp_drop", {"xdp_drop": "xdp_drop_work"}) == [
+        ("dut", "veth0", "xdp_drop_work"), ("gen", "gveth0", "xdp_pass")]
     # xdp_tx attaches xdp_drop on the generator too: that one stays
-    assert _attachments("xdp_tx", {"xdp_tx": "xdp_drop_work"}) == [("dut", "veth0", "xdp_drop_work"),
-                                                                    ("gen", "gveth0", "xdp_drop")]
+    assert _attachments("xdp_tx", {"xdp_tx": "xdp_drop_work"}) == [
+        ("dut", "veth0", "xdp_drop_work"), ("gen", "gveth0", "xdp_drop")]
     # a swap named for another scenario changes nothing here
     assert _attachments("xdp_tx", {"xdp_drop": "xdp_drop_work"})[0] == ("dut", "veth0", "xdp_tx")

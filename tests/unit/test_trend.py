@@ -122,8 +122,8 @@ def _oracle(values, family, alpha=0.05, m=_trend.MIN_SEGMENT, lo=0, out=None):
 
 
 @settings(max_examples=150, deadline=None)
-@given(seed=st.integers(0, 2**32 - 1), n=st.integers(1, 30), steps=st.lists(st.tuples(st.floats(0, 1),
-                                                                                     st.floats(-20, 20)), max_size=3))
+@given(seed=st.integers(0, 2**32 - 1), n=st.integers(1, 30),
+       steps=st.lists(st.tuples(st.floats(0, 1), st.floats(-20, 20)), max_size=3))
 def test_change_points_agree_with_the_scipy_oracle(seed, n, steps):
     values = np.random.default_rng(seed).normal(50.0, 2.0, n)
     for where, size in steps:

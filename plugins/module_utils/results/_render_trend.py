@@ -168,6 +168,15 @@ def render_csv(report: dict) -> str:
 
 # ----------------------------------------------------------------------- PNG
 
+def _mpps_of_ns(v: float) -> float:
+    """A level in ns/packet as Mpps (1e3 / ns)."""
+    return 1e3 / v
+
+
+def _same(v: float) -> float:
+    return v
+
+
 def _panel(ax: Any, s: dict, quantity: str, report: dict) -> None:
     """One panel of a series: every run's point with its 95% interval, the fitted levels (segment means)
     and a dashed line at each change point, labelled with its size."""
@@ -176,13 +185,13 @@ def _panel(ax: Any, s: dict, quantity: str, report: dict) -> None:
         use = pts
         ys = [p["pps"] / 1e6 for p in use]
         cis = [pps_interval(p, 1e6) for p in use]
-        result, scale, ylabel, title = s["rate"], lambda v: 1e3 / v, "Mpps", "Packet rate"
+        result, scale, ylabel, title = s["rate"], _mpps_of_ns, "Mpps", "Packet rate"
     else:
         field = QUANTITIES[quantity][0]
         use = [p for p in pts if p[field] is not None]
         ys = [p[field] for p in use]
         cis = [p[field.replace("_ns", "_ci95_ns")] for p in use]
-        result, scale, ylabel = s[quantity], lambda v: v, "ns/packet"
+        result, scale, ylabel = s[quantity], _same, "ns/packet"
         title = {"cost": "DUT cost per packet", "program": "program stage per packet"}[quantity]
     xs = [p["position"] for p in use]
     ax.errorbar(xs, ys, yerr=_err(ys, cis), fmt="o", color=BARS, capsize=3, markersize=4)

@@ -237,9 +237,12 @@ def order_runs(runs: list[dict], order: str = "time") -> tuple[list[dict], list[
         if missing:
             raise TrendError(f"order by kernel: no kernel release in the fingerprint of run(s) {', '.join(missing)}; "
                              "order by time instead")
-        key = lambda r: (_natural(r["kernel"]), r["started"], r["run_id"])  # noqa: E731
+
+        def key(r: dict) -> tuple:
+            return _natural(r["kernel"]), r["started"], r["run_id"]
     else:
-        key = lambda r: (r["started"], r["run_id"])  # noqa: E731
+        def key(r: dict) -> tuple:
+            return r["started"], r["run_id"]
     ordered = sorted(runs, key=key)
     notes = []
     same: dict[tuple, list[str]] = {}

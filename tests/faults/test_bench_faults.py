@@ -193,10 +193,11 @@ def test_playbook_sigkilled_then_teardown_and_rerun(tmp_path, host_before):
 
     down = teardown(tmp_path)
     assert down.wait() == 0, f"teardown failed; log {down.log_path}"
-    # teardown names the killed run's lock as stale when it takes it over (run_lock's warning,
-    # which Ansible may wrap over several lines).
+    # teardown names the killed run's lock and why it took it over (run_lock's warning, which Ansible
+    # may wrap over several lines): the holder by pid and start time, and that it is gone
     said = " ".join(down.text().split())
-    assert "took over a stale run lock" in said and f"pid {holder.pid} on" in said, down.text()[-2000:]
+    assert (f"took over the run lock of pid {holder.pid} (start {holder.pid_start}) on" in said
+            and "that process is gone" in said), down.text()[-2000:]
     assert leftovers(host_before) == []
     assert_records_intact(run, {"xdp_drop"}, incomplete=True)
 

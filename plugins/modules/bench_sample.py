@@ -30,6 +30,9 @@ options:
       - C(type=netdev) with C(interface) and C(stat) (default C(rx_packets)) reads sysfs statistics.
       - C(type=ovs) with C(datapath) (default C(xdplab-ovs)) reads the lookup hits of an Open vSwitch kernel
         datapath (C(ovs-dpctl show)), the packets its flows matched.
+      - C(type=runs) with C(interface) and C(hook) (C(xdp), the default, or C(tc) for the clsact ingress) reads
+        the run count of the program attached there, whatever its maps (a program of the user's own); it
+        moves only while C(kernel.bpf_stats_enabled) is 1, and the module fails naming that when it is not.
     type: dict
     required: true
   interval:
@@ -62,9 +65,10 @@ options:
   dut_cost:
     description:
       - Also read, at every reading, what the DUT's CPUs spend (RV(cost)) - every CPU's jiffies from
-        C(/proc/stat) and, for an C(xdp) or C(tc) counter, the attached program's run-time statistics
+        C(/proc/stat) and, for an C(xdp), C(tc) or C(runs) counter, the attached program's run-time statistics
         (C(run_time_ns), C(run_cnt); they move only while C(kernel.bpf_stats_enabled) is 1) - and the
-        program's per-CPU packet counts at the start and the end.
+        program's per-CPU packet counts at the start and the end (not for C(runs), whose program has no
+        counter map).
     type: bool
     default: false
 extends_documentation_fragment:
@@ -185,6 +189,11 @@ class CostReader:
             from ansible_collections.xdplab.testbed.plugins.module_utils.xdp import _bpf
 
             self.stats = _bpf.StatsReader(spec["interface"], hook=spec["type"])
+        self.runs = None  # a program of any maps (the runs counter): its run-time statistics only
+        if spec["type"] == "runs":
+            from ansible_collections.xdplab.testbed.plugins.module_utils.xdp import _bpf
+
+            self.runs = _bpf.ProgRuns(spec["interface"], hook=spec["hook"])
         self.prog_runs: list[list[int]] = []
         self.cpu_jiffies: list[dict[str, list[int]]] = []
         self.thread_ns: list[int] = []
@@ -201,8 +210,8 @@ class CostReader:
     def __call__(self) -> None:
         if self.threads:
             self.thread_ns.append(sum(thread_runtime_ns(t) or 0 for t in self.threads))
-        if self.stats:
-            self.prog_runs.append(list(self.stats.run_stats()))
+        if self.stats or self.runs:
+            self.prog_runs.append(list((self.stats or self.runs).run_stats()))
         with open("/proc/stat", encoding="ascii") as fh:
             self.cpu_jiffies.append({str(c): v for c, v in parse_cpu_jiffies(fh.read()).items()})
 
@@ -221,6 +230,9 @@ class CostReader:
             out.update(prog_runs=self.prog_runs, prog_id=self.stats.prog_id,
                        packets_by_cpu={str(c): a - b for c, (a, b) in enumerate(zip(after, self.by_cpu, strict=True))})
             self.stats.close()
+        if self.runs:
+            out.update(prog_runs=self.prog_runs, prog_id=self.runs.prog_id)
+            self.runs.close()
         return out
 
 

@@ -23,15 +23,11 @@ import re
 import subprocess
 from pathlib import Path
 
-import playbook_run
 import pytest
-from ansible_collections.xdplab.testbed.plugins.module_utils.state._ledger import read_lock
+from _netns_runs import lock_not_stale, run_playbook
 
 pytestmark = pytest.mark.root
 
-ROOT = Path(__file__).resolve().parents[2]
-PLAYBOOK = ROOT / ".venv" / "bin" / "ansible-playbook"
-LOCK = "/run/xdplab/run.lock"
 # 2 s per step: at 10 Hz a 1 s burst keeps about 8 interior intervals, and on a loaded machine ramp
 # trimming once left fewer than 3 (a "short" burst, rightly refused as a rate).
 SMALL = {"scenarios_repetitions": 1, "scenarios_duration": 2, "xdplab_lock_wait": 900}
@@ -41,34 +37,10 @@ def prefix(tag: str) -> str:
     return f"h9{tag}{os.getpid() % 10000}-"
 
 
-def netns_with(pfx: str) -> list[str]:
-    out = subprocess.run(["ip", "-j", "netns", "list"], capture_output=True, text=True, check=True).stdout  # noqa: S607
-    return [n["name"] for n in json.loads(out or "[]") if n["name"].startswith(pfx)]
-
-
 def play(name: str, tmp_path: Path, pfx: str, extra: dict | None = None,
          inventory: str | None = None) -> subprocess.CompletedProcess:
-    ev = dict(SMALL, xdplab_netns_prefix=pfx, xdplab_results_root=str(tmp_path / "results"), **(extra or {}))
-    argv = [str(PLAYBOOK), f"playbooks/{name}.yml", "-e", json.dumps(ev)]
-    if inventory:
-        argv += ["-i", inventory]
-    try:
-        proc = playbook_run.run(argv, cwd=ROOT, capture_output=True, text=True, timeout=1500, check=False,  # noqa: S603
-                                env=dict(os.environ, ANSIBLE_NOCOLOR="1", ANSIBLE_FORCE_COLOR="0"))
-    finally:
-        left = netns_with(pfx)
-        for ns in left:
-            subprocess.run(["ip", "netns", "del", ns], check=False)  # noqa: S603,S607
-    assert not left, f"namespaces left behind: {left}"
-    return proc
-
-
-def lock_not_stale() -> None:
-    # Our ansible-playbook has exited: a lock naming a dead process is one it failed to release
-    # (another live run may hold it meanwhile: that is the lock working).
-    holder = read_lock(LOCK)
-    if holder is not None:
-        assert Path(f"/proc/{holder.pid}").exists(), f"stale lock left behind: {holder.describe()}"
+    ev = dict(SMALL, xdplab_results_root=str(tmp_path / "results"), **(extra or {}))
+    return run_playbook(f"playbooks/{name}.yml", pfx, ev, inventory)
 
 
 def run_dir(tmp_path: Path) -> Path:

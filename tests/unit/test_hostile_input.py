@@ -341,6 +341,7 @@ HOSTILE_FILTERS: dict[str, tuple] = {
     "ab_boot_plan": (lambda f, v: f(["a", "b"], v), False),
     "ab_guest_plan": (lambda f, v: f({"index": 0, "kernel": "a"}, v, ["s"]), False),
     "as_build_user": (lambda f, v: f(v), True),
+    "bench_scenarios": (lambda f, v: f({}, {v: {"source": v}}, v), True),
     "bench_schedule": (lambda f, v: f(["a", "b"], v), False),
     "bench_table": (lambda f, v: f(v), False),
     "bisect_decide": (lambda f, v: f({"baseline": [v, v, v], "candidate": [v, v, v]}, v, v), False),

@@ -10,6 +10,9 @@ A counter spec names where the DUT counts the packets of a scenario:
   {"type": "nft", "family": "inet", "table": "xdplab", "counter": "drop"}   a named nftables counter
   {"type": "netdev", "interface": "veth0", "stat": "rx_packets"}           /sys/class/net statistics
   {"type": "ovs", "datapath": "xdplab-ovs"}   lookup hits of an Open vSwitch kernel datapath (ovs-dpctl show)
+  {"type": "runs", "interface": "veth0", "hook": "xdp"}   run count of the program attached there (xdp or
+                                                          tc ingress): any program, no counter map needed;
+                                                          it moves only while kernel.bpf_stats_enabled is 1
 """
 
 from __future__ import annotations
@@ -22,7 +25,9 @@ from collections.abc import Callable
 from ansible_collections.xdplab.testbed.plugins.module_utils.common import _validate
 
 XDP_ACTIONS = ("aborted", "drop", "pass", "tx", "redirect")
-COUNTER_TYPES = ("xdp", "tc", "nft", "netdev", "ovs")
+COUNTER_TYPES = ("xdp", "tc", "nft", "netdev", "ovs", "runs")
+RUN_HOOKS = ("xdp", "tc")
+BPF_STATS = "/proc/sys/kernel/bpf_stats_enabled"
 _STAT_RE = re.compile(r"^[a-z0-9_]{1,64}\Z")
 
 
@@ -38,7 +43,7 @@ def check_spec(spec: dict) -> dict:
     if kind not in COUNTER_TYPES:
         raise CounterError(f"counter type must be one of {', '.join(COUNTER_TYPES)}, got {kind!r}")
     out = dict(spec)
-    if kind in ("xdp", "tc", "netdev"):
+    if kind in ("xdp", "tc", "netdev", "runs"):
         try:
             _validate.ifname(spec.get("interface"), "counter")
         except _validate.ValidationError as exc:
@@ -47,6 +52,8 @@ def check_spec(spec: dict) -> dict:
         action = out.setdefault("action", "all")
         if action != "all" and action not in XDP_ACTIONS:
             raise CounterError(f"counter action must be 'all' or one of {', '.join(XDP_ACTIONS)}, got {action!r}")
+    if kind == "runs" and out.setdefault("hook", "xdp") not in RUN_HOOKS:
+        raise CounterError(f"runs counter hook must be one of {', '.join(RUN_HOOKS)}, got {out['hook']!r}")
     if kind == "netdev":
         stat = out.setdefault("stat", "rx_packets")
         if not _STAT_RE.match(str(stat)):
@@ -73,6 +80,8 @@ def describe(spec: dict) -> str:
         return f"{kind} {spec['action']} on {spec['interface']}"
     if kind == "netdev":
         return f"{spec['stat']} of {spec['interface']}"
+    if kind == "runs":
+        return f"runs of the {spec['hook']} program on {spec['interface']}"
     if kind == "ovs":
         return f"lookup hits of Open vSwitch datapath {spec['datapath']}"
     return f"nft counter {spec['family']} {spec['table']} {spec['counter']}"
@@ -108,12 +117,36 @@ def make_reader(spec: dict, run_command: Callable | None = None) -> Callable[[],
         except (LookupError, OSError) as exc:
             raise CounterError(f"cannot read {describe(spec)}: {exc}") from exc
         return lambda: _sum_actions(reader.read(), spec["action"])
+    if kind == "runs":
+        return _runs_reader(spec)
     if run_command is None:
         raise CounterError(f"{kind} counters need a command runner")
     if kind == "ovs":
         return _command_reader(spec, run_command, ["ovs-dpctl", "show", spec["datapath"]], _ovs_hits)
     argv = ["nft", "-j", "list", "counter", spec["family"], spec["table"], spec["counter"]]
     return _command_reader(spec, run_command, argv, _nft_packets)
+
+
+def bpf_stats_enabled(path: str | None = None) -> bool:
+    try:
+        with open(path or BPF_STATS, encoding="ascii") as fh:
+            return fh.read().strip() == "1"
+    except OSError:
+        return False
+
+
+def _runs_reader(spec: dict) -> Callable[[], int]:
+    from ansible_collections.xdplab.testbed.plugins.module_utils.xdp import _bpf
+
+    if not bpf_stats_enabled():
+        raise CounterError(f"cannot read {describe(spec)}: a program's run count moves only while "
+                           f"kernel.bpf_stats_enabled is 1, and it is not (the bench role switches it on with "
+                           f"bench_dut_cost)")
+    try:
+        reader = _bpf.ProgRuns(spec["interface"], hook=spec["hook"])
+    except (LookupError, OSError) as exc:
+        raise CounterError(f"cannot read {describe(spec)}: {exc}") from exc
+    return lambda: reader.run_stats()[1]
 
 
 def _nft_packets(spec: dict, out: str) -> int:

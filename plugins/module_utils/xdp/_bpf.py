@@ -578,6 +578,23 @@ class StatsReader:
         self.close()
 
 
+class ProgRuns:
+    """The run-time statistics of a program attached to an interface (``find_prog_id``), whatever its
+    maps: ``run_stats()`` is (run_time_ns, run_cnt), its fd kept open. Call ``close()`` when done."""
+
+    def __init__(self, interface: int | str, hook: str = "xdp") -> None:
+        self.prog_id = find_prog_id(interface, hook)
+        self._prog_fd = prog_fd_by_id(self.prog_id)
+
+    def run_stats(self) -> tuple[int, int]:
+        return prog_run_stats_fd(self._prog_fd)
+
+    def close(self) -> None:
+        if self._prog_fd >= 0:
+            os.close(self._prog_fd)
+            self._prog_fd = -1
+
+
 def find_prog_id(interface: int | str, hook: str = "xdp") -> int:
     """Id of the program attached to ``interface`` on ``hook`` (xdp, or tc for clsact ingress)."""
     if hook == "xdp":

@@ -20,7 +20,7 @@ X is 6000 ns/packet: under TCG on a shared 2-core host the boot-to-boot stdev of
 2100 ns/packet (of about 6000), and at the last look (8 + 8 boots) the interval's half-width is then
 about 3700 ns/packet: a prefix that did not move can be told apart from one that moved by X only when
 X is well above that. The culprit's prefix is found whatever X is (its interval excludes 0; under
-emulation its 4000 ns wait costs 5000 to 8000 ns/packet).
+emulation its 4000 ns wait costs +4714 to +7934 ns/packet).
 
 The base kernel comes from molecule/kernel's cache (same source, config and targets). No kernel is a
 failure, not a skip."""

@@ -28,6 +28,12 @@ options:
     description: The error of the whole bisection.
     type: float
     default: 0.05
+  patch_ids:
+    description:
+      - The series' patch-ids, in order. Given, every step must carry the patch-ids of its prefix (C(patch_ids))
+        and they must be the series' first ones; a step of another series is an error naming both.
+    type: list
+    elements: str
 author: xdplab.testbed developers
 """
 
@@ -48,9 +54,9 @@ from ansible.errors import AnsibleFilterError
 from ansible_collections.xdplab.testbed.plugins.module_utils.results._bisect import BisectError, next_step
 
 
-def bisect_next(steps: list, patches: int, alpha: float = 0.05) -> dict:
+def bisect_next(steps: list, patches: int, alpha: float = 0.05, patch_ids: list | None = None) -> dict:
     try:
-        return next_step(int(patches), list(steps), float(alpha))
+        return next_step(int(patches), list(steps), float(alpha), None if patch_ids is None else list(patch_ids))
     except (BisectError, OverflowError, TypeError, ValueError) as exc:
         raise AnsibleFilterError(f"bisect_next: {exc}") from exc
 

@@ -260,3 +260,17 @@ def test_without_the_adjustment_the_error_exceeds_alpha():
                     break
     assert stats.binomtest(naive, runs).proportion_ci(0.99).low > 0.05
     assert stats.binomtest(adjusted, runs).proportion_ci(0.99).high < 0.05
+
+
+def test_a_step_of_another_series_is_refused_on_resume():
+    ids = ["a" * 40, "b" * 40, "c" * 40]
+    steps = [{"prefix": 3, "decision": "moved", "patch_ids": ids}, {"prefix": 2, "decision": "not_moved",
+                                                                   "patch_ids": ids[:2]}]
+    assert _bisect.next_step(3, steps, patch_ids=ids)["result"]["first"] == 3
+    other = ids[:1] + ["d" * 40, ids[2]]
+    with pytest.raises(_bisect.BisectError, match=r"prefix 1-3 was measured on patches \['aaaaaaaaaaaa', 'bbbbbbbbbbbb'"
+                                                  r", 'cccccccccccc'\], but this series' first 3 are \['aaaaaaaaaaaa', "
+                                                  r"'dddddddddddd'"):
+        _bisect.next_step(3, steps, patch_ids=other)
+    with pytest.raises(_bisect.BisectError, match=r"prefix 1-2 was measured on patches None"):
+        _bisect.next_step(3, [{"prefix": 2, "decision": "skip"}], patch_ids=ids)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import pytest
 from ansible.errors import AnsibleFilterError
+from ansible_collections.xdplab.testbed.plugins.filter.bisect_cpu import bisect_cpu
 from ansible_collections.xdplab.testbed.plugins.filter.bisect_decide import bisect_decide
 from ansible_collections.xdplab.testbed.plugins.filter.bisect_next import bisect_next
 from ansible_collections.xdplab.testbed.plugins.filter.bisect_report import bisect_report
@@ -50,3 +51,12 @@ def test_report_keeps_the_subjects_and_patch_ids_only():
     assert out["markdown"].startswith("### Bisection of 3 patches, pktgen_xmit: no patch moves")
     with pytest.raises(AnsibleFilterError, match="bisect_report: .*needs 'steps'"):
         bisect_report({k: v for k, v in state.items() if k != "steps"})
+
+
+def test_cpu_takes_the_records_and_refuses_anything_else():
+    rec = [{"variant": k, "replicate": {"level": "boot", "id": b},
+            "reps": [{"devices": [{"usec_cpu": us, "packets": 100}]}]}
+           for k, b, us in (("baseline", "01", 300), ("bisect", "02", 500))]
+    assert bisect_cpu(rec, "baseline", "bisect")["delta"] == pytest.approx(2000.0)
+    with pytest.raises(AnsibleFilterError, match="bisect_cpu: the records must be a list of mappings, got str"):
+        bisect_cpu("records", "baseline", "bisect")

@@ -344,6 +344,8 @@ HOSTILE_FILTERS: dict[str, tuple] = {
     "bench_scenarios": (lambda f, v: f({}, {v: {"source": v}}, v), True),
     "bench_schedule": (lambda f, v: f(["a", "b"], v), False),
     "bench_table": (lambda f, v: f(v), False),
+    "bisect_cpu": (lambda f, v: f([{"variant": v, "replicate": {"level": "boot", "id": v},
+                                    "reps": [{"devices": [{"usec_cpu": v, "packets": v}]}]}], v, v), False),
     "bisect_decide": (lambda f, v: f({"baseline": [v, v, v], "candidate": [v, v, v]}, v, v), False),
     "bisect_next": (lambda f, v: f([{"prefix": v}], v, v), False),
     "bisect_report": (lambda f, v: f({"patches": [v], "steps": [v]}), False),

@@ -30,6 +30,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Sequence
 
+from ansible_collections.xdplab.testbed.plugins.module_utils.results._compare import kernel_of, replicate_of
 from ansible_collections.xdplab.testbed.plugins.module_utils.results._statistics import (
     StatsError,
     min_detectable_effect,
@@ -198,21 +199,39 @@ def _done(verdict: str, good: int | None, bad: int | None, skipped: list[int], u
 # --------------------------------------------------------------------------- a whole bisection
 
 
-def next_step(n_patches: int, steps: Sequence[dict], alpha: float = DEFAULT_ALPHA) -> dict:
+def next_step(n_patches: int, steps: Sequence[dict], alpha: float = DEFAULT_ALPHA,
+              patch_ids: Sequence[str] | None = None) -> dict:
     """The next step of a bisection given the steps so far (``{prefix, decision}`` each, in the
     order they were taken; decision moved, not_moved, undecided or skip): ``{next, step, alpha}``
     (the prefix, its step number among the measured steps, its error level), or ``{next: None,
-    result}`` (see :func:`plan`)."""
+    result}`` (see :func:`plan`). With ``patch_ids`` (the series' patch-ids, in order), every step
+    must name the patch-ids of its prefix (``patch_ids``) and they must be the series' first ones: a
+    step measured on another series is refused, never reused."""
     outcomes = {}
     for s in steps:
         if not isinstance(s, dict) or "prefix" not in s or "decision" not in s:
             raise BisectError(f"a step is a mapping with prefix and decision, got {s!r}")
+        if patch_ids is not None:
+            _check_prefix(s, list(patch_ids))
         outcomes[s["prefix"]] = s["decision"]
     nxt = plan(n_patches, outcomes)
     if nxt["next"] is None:
         return nxt
     number = 1 + sum(1 for s in steps if s["decision"] != SKIP)
     return {"next": nxt["next"], "step": number, "alpha": step_alpha(number, n_patches, alpha)}
+
+
+def _check_prefix(step: dict, patch_ids: list[str]) -> None:
+    k = step["prefix"]
+    mine = step.get("patch_ids")
+    want = patch_ids[:k] if isinstance(k, int) and not isinstance(k, bool) else None
+    if mine != want:
+        raise BisectError(f"the step of prefix 1-{k} was measured on patches {_short(mine)}, but this series' "
+                          f"first {k} are {_short(want)}: resume a run with the series it was started with")
+
+
+def _short(ids: object) -> object:
+    return [str(i)[:12] for i in ids] if isinstance(ids, list) else ids
 
 
 def bisect(n_patches: int, measure: Callable[[int, int], tuple[list[float], list[float]] | None],
@@ -261,3 +280,71 @@ def _check_count(n_patches: int) -> None:
 def _check_alpha(alpha: float) -> None:
     if isinstance(alpha, bool) or not isinstance(alpha, (int, float)) or not 0.0 < alpha < 1.0:
         raise BisectError(f"alpha must be a probability strictly between 0 and 1, got {alpha!r}")
+
+
+# --------------------------------------------------------------------------- rate and CPU of a step
+
+
+CPU_SOURCES = {"dut_cost": "the DUT's CPU accounting", "pktgen": "pktgen's CPU time per packet"}
+
+
+def record_cpu(record: dict) -> tuple[float, float, str] | None:
+    """The CPU time and packets a record carries, as ``(cpu ns, packets, source)``: the DUT's CPU
+    accounting (``summary.dut_cost.ns_per_packet`` over the record's packets), else pktgen's own
+    (each device's ``usec_cpu`` and ``packets``, summed over the repetitions). None when it carries
+    neither: a cost is never guessed."""
+    cost = (record.get("summary") or {}).get("dut_cost") if isinstance(record.get("summary"), dict) else None
+    ns = _count(cost.get("ns_per_packet")) if isinstance(cost, dict) else None
+    if ns is not None:
+        return ns, 1.0, "dut_cost"
+    cpu_us = packets = 0.0
+    devices = [d for rep in record.get("reps") or [] if isinstance(rep, dict)
+               for d in rep.get("devices") or [] if isinstance(d, dict)]
+    for d in devices:
+        us, n = _count(d.get("usec_cpu")), _count(d.get("packets"))
+        if us is None or n is None:
+            return None
+        cpu_us += us
+        packets += n
+    if not devices or not packets > 0 or not math.isfinite(cpu_us + packets):
+        return None
+    return cpu_us * 1e3, packets, "pktgen"
+
+
+def _count(v: object) -> float | None:
+    """A finite number >= 0 as a float, else None."""
+    if isinstance(v, bool) or not isinstance(v, (int, float)):
+        return None
+    try:
+        f = float(v)
+    except OverflowError:
+        return None
+    return f if math.isfinite(f) and f >= 0 else None
+
+
+def step_cpu(records: Sequence[dict], base: str, prefix: str) -> dict | None:
+    """The CPU cost per packet of a step's two kernels from their records: one value per boot (its
+    records' CPU time over their packets), the mean over boots per kernel, and prefix - base. None
+    when a record of either kernel carries no CPU figure, or a kernel has no boot."""
+    boots: dict[str, dict[str, list[float]]] = {base: {}, prefix: {}}
+    sources = set()
+    for rec in records:
+        kernel = kernel_of(rec)
+        if kernel not in boots:
+            continue
+        got = record_cpu(rec)
+        if got is None:
+            return None
+        ns, packets, source = got
+        sources.add(source)
+        acc = boots[kernel].setdefault(replicate_of(rec)[1], [0.0, 0.0])
+        acc[0] += ns
+        acc[1] += packets
+    if not boots[base] or not boots[prefix] or len(sources) != 1:
+        return None
+    per_boot = {k: [ns / n for ns, n in (boots[k][b] for b in sorted(boots[k]))] for k in (base, prefix)}
+    mean = {k: math.fsum(v) / len(v) for k, v in per_boot.items()}
+    (source,) = sources
+    return {"base": mean[base], "prefix": mean[prefix], "delta": mean[prefix] - mean[base],
+            "boots": {"base": len(per_boot[base]), "prefix": len(per_boot[prefix])},
+            "source": source, "values": {"base": per_boot[base], "prefix": per_boot[prefix]}}

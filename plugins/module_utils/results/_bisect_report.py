@@ -9,6 +9,7 @@ columns, and the same figures as a mapping for the YAML file."""
 from __future__ import annotations
 
 from ansible_collections.xdplab.testbed.plugins.module_utils.results._bisect import (
+    CPU_SOURCES,
     BisectError,
     planned_steps,
 )
@@ -34,7 +35,8 @@ def summary(state: dict) -> dict:
         culprit = {"first": result["first"], "last": result["last"],
                    "patches": [dict(series[i - 1], index=i) for i in range(result["first"], result["last"] + 1)],
                    "delta_ns_per_packet": bad.get("delta"), "ci_ns": bad.get("ci"), "level": bad.get("level"),
-                   "direction": bad.get("direction"), "boots": bad.get("boots"), "prefix": result["bad"]}
+                   "direction": bad.get("direction"), "boots": bad.get("boots"), "prefix": result["bad"],
+                   "rate_pps": _rate(bad), "cpu_ns_per_packet": _cpu(bad)}
         good = by_prefix.get(result.get("good"))
         if good is not None and good.get("delta") is not None and bad.get("delta") is not None:
             # the culprit's own share: the first moved prefix against the last that did not move
@@ -45,6 +47,22 @@ def summary(state: dict) -> dict:
             "alpha": state["alpha"], "looks": list(state.get("looks") or []),
             "planned_steps": planned_steps(n) if n else None, "method": method_text(state),
             "steps": steps, "result": result, "culprit": culprit, "cost": dict(state.get("cost") or {})}
+
+
+def _rate(step: dict) -> dict | None:
+    """A step's rate (pps of the base and of the prefix, one estimator with its ns/packet) and the
+    prefix's change in percent; None when the step recorded none."""
+    rate = step.get("rate_pps")
+    if not isinstance(rate, dict) or not rate.get("base") or rate.get("prefix") is None:
+        return None
+    return {"base": rate["base"], "prefix": rate["prefix"], "percent": (rate["prefix"] / rate["base"] - 1.0) * 100.0}
+
+
+def _cpu(step: dict) -> dict | None:
+    cpu = step.get("cpu_ns_per_packet")
+    if not isinstance(cpu, dict):
+        return None
+    return {k: cpu.get(k) for k in ("base", "prefix", "delta", "source")}
 
 
 def method_text(state: dict) -> str:
@@ -115,6 +133,13 @@ def _lines(r: dict) -> tuple[list[str], list[list[str]], list[str]]:
             more = (f"; {_num(c['delta_from_previous_prefix'])} ns/packet more than prefix "
                     f"1-{r['result']['good']}")
         head.append(f"          prefix 1-{c['prefix']} against the base, {c['boots']} + {c['boots']} boots{more}")
+        rate = c.get("rate_pps")
+        head.append(f"rate      {rate['base']:.0f} -> {rate['prefix']:.0f} pps ({rate['percent']:+.1f}%), base -> "
+                    f"prefix 1-{c['prefix']}" if rate else "rate      not recorded")
+        cpu = c.get("cpu_ns_per_packet")
+        head.append(f"CPU       {cpu['base']:.0f} -> {cpu['prefix']:.0f} ns/packet ({_num(cpu['delta'])}), "
+                    f"{CPU_SOURCES.get(cpu['source'], cpu['source'])}" if cpu
+                    else "CPU       cost per packet not recorded by the scenario's records")
     src = ("given" if r["threshold_source"] == "given"
            else "default: the loop's minimum detectable effect at its boots")
     head.append(f"threshold {r['threshold_ns']:.0f} ns/packet ({src})")
@@ -124,8 +149,10 @@ def _lines(r: dict) -> tuple[list[str], list[list[str]], list[str]]:
                      f"{s.get('boots') or '-'}/{s.get('boots') or '-'}", _interval(s), _decision(s)])
     tail = []
     res = r["result"]
-    if res.get("skipped"):
-        tail.append("skipped (do not apply, build or boot): prefix " + ", ".join(f"1-{k}" for k in res["skipped"]))
+    # every prefix the bisection could not measure, also those outside the culprit's bracket
+    skipped = sorted(s["prefix"] for s in r["steps"] if s["decision"] == "skip")
+    if skipped:
+        tail.append("skipped (do not apply, build or boot): prefix " + ", ".join(f"1-{k}" for k in skipped))
     for s in r["steps"]:
         if s["decision"] == "skip":
             tail.append(f"prefix 1-{s['prefix']}: {s.get('reason') or 'does not apply, build or boot'}")
@@ -133,16 +160,19 @@ def _lines(r: dict) -> tuple[list[str], list[list[str]], list[str]]:
         tail.append("undecided: prefix " + ", ".join(f"1-{k}" for k in res["undecided"]))
     cost = r["cost"]
     if cost:
-        tail.append(f"cost: {cost.get('kernels', '?')} kernels ({cost.get('compiled', '?')} compiled), "
-                    f"{cost.get('boots', '?')} boots, {_duration(cost.get('seconds'))}")
+        built = f"{cost.get('compiled', '?')} compiled"
+        if cost.get("compiled") and cost.get("build_seconds") is not None:
+            built += f" in {_duration(cost['build_seconds'])}"
+        tail.append(f"cost: {cost.get('kernels', '?')} kernels ({built}), {cost.get('boots', '?')} boots, "
+                    f"wall time {_duration(cost.get('seconds'))}")
     return head, rows, tail
 
 
 def _duration(seconds: float | None) -> str:
     if seconds is None:
-        return "wall time ?"
+        return "?"
     m, s = divmod(int(round(seconds)), 60)
-    return f"wall time {m} min {s} s"
+    return f"{m} min {s} s"
 
 
 def _wrap(text: str, width: int = WIDTH, indent: str = "") -> list[str]:

@@ -28,7 +28,8 @@ help:
 # Debian packages (root), by tools/host_deps.py: it installs only the missing ones and records what the
 # transaction added, for `make uninstall`. `make bench` takes requirements-apt.txt (what bench.yml needs);
 # `make test` adds requirements-apt-test.txt and the apt sources of files/apt (bookworm-backports, and
-# the .pref pins that move a package's dependencies to the same suite), which the tool adds only after
+# the .pref pins that move a package's dependencies to the same suite; trixie-backports, pinned so that
+# linux-source-7.3 alone comes from it), which the tool adds only after
 # checking the host is the Debian release they are made for. A stamp keyed on the lists and sources
 # avoids re-running apt. With `--check` in BENCH_ARGS, `make bench` only says what it would install.
 APT_SOURCES := $(wildcard files/apt/*.sources)

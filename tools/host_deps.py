@@ -80,23 +80,28 @@ def os_release(text: str) -> dict[str, str]:
     return out
 
 
-def source_suites(sources: Iterable[pathlib.Path]) -> list[str]:
+def source_suites(sources: Iterable[pathlib.Path]) -> list[tuple[str, str]]:
+    """(suite, the Debian release it is made for) of each suite of the .sources files. A stanza's
+    `X-Xdplab-Host-Release` names that release (trixie-backports for one package on bookworm); without
+    it a `<codename>-backports` suite is for Debian <codename>."""
     suites = []
     for path in sources:
-        for line in path.read_text(encoding="utf-8").splitlines():
-            if line.startswith("Suites:"):
-                suites += line.split(":", 1)[1].split()
+        for stanza in path.read_text(encoding="utf-8").split("\n\n"):
+            fields = dict(line.split(":", 1) for line in stanza.splitlines()
+                          if ":" in line and not line.startswith("#"))
+            host = fields.get("X-Xdplab-Host-Release", "").strip()
+            suites += [(suite, host or suite.split("-")[0]) for suite in fields.get("Suites", "").split()]
     return suites
 
 
-def check_distribution(release: dict[str, str], suites: list[str]) -> str:
-    """Debian `<codename>-backports` suites are for that Debian release only. Returns the line that names
-    what was found; raises HostError naming it when the host is another distribution or release."""
+def check_distribution(release: dict[str, str], suites: list[tuple[str, str]]) -> str:
+    """Each (suite, release it is for) of the project's apt sources is for that Debian release only. Returns
+    the line that names what was found; raises HostError naming it when the host is another distribution or
+    release."""
     found = (f"{release.get('PRETTY_NAME', 'an unnamed distribution')} "
              f"(ID={release.get('ID', '?')}, VERSION_CODENAME={release.get('VERSION_CODENAME', '?')})")
     ids = {release.get("ID", "")} | set(release.get("ID_LIKE", "").split())
-    for suite in suites:
-        codename = suite.split("-")[0]
+    for suite, codename in suites:
         if release.get("ID") != "debian" or release.get("VERSION_CODENAME") != codename:
             raise HostError(f"the apt source for {suite} is made for Debian {codename}; this host is {found}"
                             + ("" if "debian" in ids else ", not Debian")

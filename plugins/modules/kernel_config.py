@@ -100,6 +100,14 @@ requested:
   returned: always
   type: int
   sample: 82
+renamed:
+  description:
+    - Requested options this tree knows under a newer name (upstream renamed them), each with C(option) and C(as);
+      the new name was requested with the same value and checked instead.
+  returned: success
+  type: list
+  elements: dict
+  sample: [{"option": "CONFIG_PROC_SYSCTL", "as": "CONFIG_SYSCTL"}]
 dropped:
   description: Requested options that did not stand, each with option, requested, final and reason (on failure).
   returned: on failure
@@ -179,6 +187,11 @@ def main() -> None:
         except _kernel.KernelError as exc:
             module.fail_json(msg=str(exc))
         requested.update(extra)
+        renamed: list[dict] = []
+        if set(requested) & set(_kernel.RENAMED):
+            requested, renamed = _kernel.follow_renames(requested, _kernel.kconfig_symbols(src))
+            # The new names go in last (the options fragment), so they stand whatever the fragments set.
+            extra.update({item["as"]: requested[item["as"]] for item in renamed})
 
         # The build user works in it: in /tmp, not under the caller's TMPDIR (often private to root).
         scratch = tempfile.mkdtemp(prefix="xdplab-kconfig-", dir="/tmp" if as_user else None)  # noqa: S108
@@ -245,6 +258,7 @@ def main() -> None:
             config_sha256=digest,
             build_key=_kernel.build_key("\n".join(p["key_inputs"]), [], final_text, "", []),
             requested=len(requested),
+            renamed=renamed,
             dest=p["dest"],
         )
         if changed and module._diff:

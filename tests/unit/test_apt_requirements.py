@@ -16,6 +16,7 @@ import pathlib
 import re
 import shutil
 import subprocess
+import sys
 
 import pytest
 
@@ -129,7 +130,8 @@ TEST_LIST = ROOT / "requirements-apt-test.txt"
 BENCH_PROGRAMS = ("ip", "tc", "ethtool", "nft", "bpftool", "clang", "llvm-strip", "gcc", "make", "trafgen",
                   "pkg-config")
 # Only `make test` (and the lab in a box) needs these: they must stay out of the bench list.
-TEST_ONLY_PACKAGES = ("chromium", "dpdk", "dpdk-dev", "qemu-system-x86", "linux-source-6.12", "mmdebstrap",
+TEST_ONLY_PACKAGES = ("chromium", "dpdk", "dpdk-dev", "qemu-system-x86", "linux-source-6.12", "linux-source-7.3",
+                      "mmdebstrap",
                       "shellcheck", "libxdp-dev", "sockperf", "iperf3")
 
 
@@ -218,6 +220,7 @@ def test_table_matches_dpkg(program):
 
 @pytest.mark.parametrize(("item", "expected"), [
     ("qemu-system-x86/bookworm-backports", ("qemu-system-x86", "bookworm-backports")),
+    ("linux-source-7.3/trixie-backports", ("linux-source-7.3", "trixie-backports")),
     ("linux-source-6.12", ("linux-source-6.12", None)),
     ("libstdc++6", ("libstdc++6", None)),
     ("dpdk=22.11.4-1~deb12u1", ("dpdk", None)),
@@ -250,19 +253,32 @@ def test_qemu_comes_from_a_suite_with_igb():
     assert items.get("qemu-system-x86") == "bookworm-backports"
 
 
-def _pins() -> dict[str, str]:
-    """files/apt/*.pref: each `Package:` item -> the suite (`Pin: release n=...`) of its stanza."""
-    pins: dict[str, str] = {}
+def _pin_stanzas() -> list[tuple[str, str, int]]:
+    """files/apt/*.pref: (`Package:` item, suite of `Pin: release n=...`, Pin-Priority) of every stanza."""
+    out = []
     for path in APT_SOURCES.glob("*.pref"):
         for stanza in path.read_text(encoding="utf-8").split("\n\n"):
             fields = dict(line.split(":", 1) for line in stanza.splitlines()
                           if line and not line.startswith("#") and ":" in line)
             suite = re.fullmatch(r"\s*release n=([a-z0-9.-]+)\s*", fields.get("Pin", ""))
             assert suite, f"{path.name}: a stanza without `Pin: release n=<suite>`: {stanza!r}"
-            assert int(fields.get("Pin-Priority", "0")) >= 500, f"{path.name}: priority below the default suite's"
-            for item in fields.get("Package", "").split():
-                pins[item] = suite.group(1)
+            out += [(item, suite.group(1), int(fields["Pin-Priority"])) for item in fields.get("Package", "").split()]
+    return out
+
+
+def _pins() -> dict[str, str]:
+    """Each `Package:` item the project's pins let in -> its suite. A pin that lets a package in must at least
+    match the default suite's priority (500); the only other priority is -1, a suite's "never"."""
+    pins: dict[str, str] = {}
+    for item, suite, priority in _pin_stanzas():
+        assert priority >= 500 or priority == -1, f"{item} from {suite}: priority {priority}, neither >= 500 nor -1"
+        if priority >= 500:
+            pins[item] = suite
     return pins
+
+
+def _suite_items(suite: str) -> set[str]:
+    return {name for item in _package_items(TEST_LIST) for name, pinned in [_parse_apt_item(item)] if pinned == suite}
 
 
 def test_qemu_dependencies_follow_it_to_backports():
@@ -275,3 +291,31 @@ def test_qemu_dependencies_follow_it_to_backports():
     assert set(pins.values()) <= _project_suites(), f"pins to suites files/apt does not set up: {pins}"
     makefile = (ROOT / "Makefile").read_text(encoding="utf-8")
     assert "--sources files/apt" in makefile and "files/apt/*.pref" in makefile
+
+
+def test_the_lab_kernel_source_comes_from_trixie_backports():
+    # bookworm and bookworm-backports stop at 6.12 (no AF_XDP zero copy in virtio_net, none in igb before 6.14).
+    assert _suite_items("trixie-backports") == {"linux-source-7.3"}
+    assert "trixie-backports" in _project_suites()
+
+
+def test_nothing_else_comes_from_trixie():
+    # On a bookworm host, trixie-backports gives linux-source-7.3 and nothing else: every other package of
+    # the suite is pinned to -1 (never installed, never an upgrade), and that package alone is let in.
+    stanzas = [(item, priority) for item, suite, priority in _pin_stanzas() if suite.startswith("trixie")]
+    assert ("*", -1) in stanzas, f"trixie-backports is not closed to every package: {stanzas}"
+    let_in = {item for item, priority in stanzas if priority > 0}
+    listed = _suite_items("trixie-backports")
+    assert let_in == listed, f"pins let in {sorted(let_in)} from trixie-backports, the list takes {sorted(listed)}"
+    # The specific stanza after the `*` one: apt takes a package's own stanza over the suite-wide one.
+    assert all(not item.startswith("src:") and "*" not in item for item in let_in)
+    # No suite of the project but backports: trixie itself is never added.
+    assert _project_suites() == {"bookworm-backports", "trixie-backports"}
+
+
+def test_the_trixie_pin_check_fails_when_the_suite_is_left_open(monkeypatch):
+    # The same rule on a pin file without the `*` stanza: it must go red.
+    stanzas = [row for row in _pin_stanzas() if row[0] != "*"]
+    monkeypatch.setattr(sys.modules[__name__], "_pin_stanzas", lambda: stanzas)
+    with pytest.raises(AssertionError, match="not closed to every package"):
+        test_nothing_else_comes_from_trixie()

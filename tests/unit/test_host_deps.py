@@ -115,6 +115,38 @@ def test_backports_source_only_on_the_release_it_is_for(fake, release, named):
     assert not host.our_apt_files() and not dpkg.calls
 
 
+def test_each_suite_names_the_release_it_is_for():
+    # bookworm-backports by its name; trixie-backports on bookworm (linux-source-7.3 alone) by its own field.
+    suites = dict(host_deps.source_suites(sorted((ROOT / "files/apt").glob("*.sources"))))
+    assert suites == {"bookworm-backports": "bookworm", "trixie-backports": "bookworm"}
+
+
+@pytest.mark.parametrize(("release", "named"), [
+    (TRIXIE, "Debian GNU/Linux 13 (trixie) (ID=debian, VERSION_CODENAME=trixie)"),
+    (UBUNTU, "Ubuntu 24.04 LTS (ID=ubuntu, VERSION_CODENAME=noble)"),
+])
+def test_trixie_backports_source_only_on_bookworm(fake, tmp_path, release, named):
+    # Even on trixie itself: the source and its pin are made for a bookworm host taking one package from it.
+    host, dpkg, _lines, lists = fake
+    only = tmp_path / "apt"
+    only.mkdir()
+    for name in ("xdplab-trixie-backports.sources", "xdplab-trixie-backports.pref"):
+        (only / name).write_bytes((ROOT / "files/apt" / name).read_bytes())
+    (host.root / "etc/os-release").write_text(release)
+    words = f"apt source for trixie-backports is made for Debian bookworm; this host is {named}"
+    with pytest.raises(host_deps.HostError, match=re.escape(words)):
+        host_deps.install(host, [lists / "test.txt"], only, dry_run=False)
+    assert not host.our_apt_files() and not dpkg.calls
+
+
+def test_a_source_without_the_field_is_for_its_suites_codename(tmp_path):
+    source = tmp_path / "x.sources"
+    source.write_text("# comment: X-Xdplab-Host-Release: nothing\nTypes: deb\nSuites: trixie-backports trixie\n\n"
+                      "Types: deb\nSuites: sid\nX-Xdplab-Host-Release: bookworm\n")
+    assert host_deps.source_suites([source]) == [("trixie-backports", "trixie"), ("trixie", "trixie"),
+                                                 ("sid", "bookworm")]
+
+
 def test_without_sources_any_release_installs(fake):
     # The bench list needs no source of ours: on trixie it installs from the host's own suites.
     host, _dpkg, lines, lists = fake
@@ -127,7 +159,7 @@ def test_uninstall_leaves_nothing_of_ours_and_everything_else(fake):
     host, dpkg, _lines, lists = fake
     host_deps.install(host, [lists / "bench.txt", lists / "test.txt"], ROOT / "files/apt", dry_run=False)
     _runs_of_ours(host.root)
-    assert len(host.our_apt_files()) == 2
+    assert len(host.our_apt_files()) == 4
     before = host_deps.leftovers(host, set())
     assert "user xdplab-build" in before and f"directory {host.root}/run/xdplab" in before
     assert "package qemu-system-common" in before

@@ -117,6 +117,30 @@ def test_kconfig_reasons_on_a_small_tree(tmp_path):
     assert "CONFIG_MODULES is off" in reasons["CONFIG_FOO"]
 
 
+# The two trees the collection builds, as their Kconfig defines /proc/sys: 6.12 PROC_SYSCTL (selecting SYSCTL),
+# 7.3 SYSCTL with the prompt.
+KCONFIG_6_12 = ("config PROC_SYSCTL\n\tbool \"Sysctl support (/proc/sys)\" if EXPERT\n\tselect SYSCTL\n\n"
+                "config SYSCTL\n\tbool\n")
+KCONFIG_7_3 = "config SYSCTL\n\tbool \"Sysctl support (/proc/sys)\" if EXPERT\n\tdepends on PROC_FS\n"
+
+
+@pytest.mark.parametrize(("kconfig", "expected", "renamed"), [
+    (KCONFIG_6_12, {"CONFIG_PROC_SYSCTL": "y", "CONFIG_BPF": "y"}, []),
+    (KCONFIG_7_3, {"CONFIG_SYSCTL": "y", "CONFIG_BPF": "y"}, [{"option": "CONFIG_PROC_SYSCTL", "as": "CONFIG_SYSCTL"}]),
+    # Neither name: the old one stays requested and fails as a dropped option naming it (no guessing).
+    ("config BPF\n\tbool \"bpf\"\n", {"CONFIG_PROC_SYSCTL": "y", "CONFIG_BPF": "y"}, []),
+])
+def test_a_renamed_option_is_requested_by_the_trees_name(tmp_path, kconfig, expected, renamed):
+    (tmp_path / "Kconfig").write_text(kconfig)
+    got = _kernel.follow_renames({"CONFIG_PROC_SYSCTL": "y", "CONFIG_BPF": "y"}, _kernel.kconfig_symbols(str(tmp_path)))
+    assert got == (expected, renamed)
+
+
+def test_a_rename_keeps_the_value_asked_under_the_new_name():
+    got, renamed = _kernel.follow_renames({"CONFIG_PROC_SYSCTL": "y", "CONFIG_SYSCTL": "n"}, {"SYSCTL"})
+    assert got == {"CONFIG_SYSCTL": "n"} and renamed == [{"option": "CONFIG_PROC_SYSCTL", "as": "CONFIG_SYSCTL"}]
+
+
 def test_build_key_changes_with_every_input():
     base = ("src", ["p1", "p2"], "CONFIG_A=y\n", "patched", ["bzImage"])
     key = _kernel.build_key(*base)
@@ -177,15 +201,20 @@ def test_the_role_drops_to_the_build_user_with_the_modules_prefix():
     assert "xdplab.testbed.as_build_user" in role_vars["__kernel_as_user"]
 
 
-def test_every_kernel_build_shares_the_lab_guest_kernels_source_and_config():
-    # One cold compile on a fresh machine: the kernel role's defaults, molecule/kernel and the vmlab guest
-    # kernel build the same source with the same fragments, so all but the first are ccache hits. The lab
-    # DUT's kernels (kernel_install.yml, ab.yml on inventories/vmlab) are built from the role's defaults and
-    # must match the lab's guest kernel for its drivers and init.
+def test_the_kernel_builds_share_two_sources_and_one_config():
+    # Two cold compiles on a fresh machine, the rest ccache hits: the kernel role's defaults and molecule/kernel
+    # build linux-source-6.12 (the fixture series, the QEMU tests' guest kernel); the lab in a box's guest kernel
+    # linux-source-7.3 (zero copy upstream). The lab DUT's kernels (kernel_install.yml, ab.yml on
+    # inventories/vmlab) take the lab's source from its inventory, so they match the guest kernel's drivers and
+    # init. Every build has the same fragments.
     kernel = yaml.safe_load((ROOT / "roles" / "kernel" / "defaults" / "main.yml").read_text())
     vmlab = yaml.safe_load((ROOT / "roles" / "vmlab" / "defaults" / "main.yml").read_text())
     molecule = yaml.safe_load((ROOT / "molecule" / "kernel" / "converge.yml").read_text())[0]["vars"]
-    builds = {"roles/kernel defaults": (kernel["kernel_source_package"], kernel["kernel_config_fragments"]),
-              "roles/vmlab defaults": (vmlab["vmlab_kernel_source_package"], vmlab["vmlab_kernel_fragments"]),
-              "molecule/kernel": (molecule["kernel_source_package"], molecule["kernel_config_fragments"])}
-    assert len(set(map(repr, builds.values()))) == 1, builds
+    lab_inventory = yaml.safe_load((ROOT / "inventories" / "vmlab" / "group_vars" / "all.yml").read_text())
+    assert kernel["kernel_source_package"] == molecule["kernel_source_package"] == "linux-source-6.12"
+    assert vmlab["vmlab_kernel_source_package"] == lab_inventory["kernel_source_package"] == "linux-source-7.3"
+    fragments = [kernel["kernel_config_fragments"], vmlab["vmlab_kernel_fragments"],
+                 molecule["kernel_config_fragments"]]
+    assert all(f == fragments[0] for f in fragments), fragments
+
+

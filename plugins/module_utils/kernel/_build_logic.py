@@ -358,6 +358,33 @@ def dropped_options(requested: dict[str, str], final: dict[str, str]) -> list[di
     return dropped
 
 
+# Options upstream renamed, old name -> new name. The fragments name an option as the oldest source the
+# collection builds knows it (linux-source-6.12); on a tree whose Kconfig no longer defines the old name but
+# defines the new one, the new one is requested with the same value. PROC_SYSCTL (/proc/sys) became SYSCTL,
+# with PROC_SYSCTL's prompt, after 6.12 (7.3 has SYSCTL only).
+RENAMED = {"CONFIG_PROC_SYSCTL": "CONFIG_SYSCTL"}
+
+
+def follow_renames(requested: dict[str, str], defined: set[str]) -> tuple[dict[str, str], list[dict]]:
+    """(the options to request on a tree whose Kconfig defines the symbols `defined` (without CONFIG_), the
+    renames followed as {option, as}). An option asked for under both names keeps the new name's value."""
+    out: dict[str, str] = {}
+    renamed = []
+    for name, value in requested.items():
+        new = RENAMED.get(name)
+        if new and name[len("CONFIG_"):] not in defined and new[len("CONFIG_"):] in defined:
+            out.setdefault(new, requested.get(new, value))
+            renamed.append({"option": name, "as": new})
+        else:
+            out[name] = value
+    return out, renamed
+
+
+def kconfig_symbols(srctree: str) -> set[str]:
+    """Every symbol a Kconfig file of the tree defines (without CONFIG_)."""
+    return set(_kconfig_index(srctree))
+
+
 def _kconfig_index(srctree: str) -> dict[str, list[str]]:
     """{SYMBOL: [block text, ...]} for every 'config SYMBOL' in the tree's Kconfig files."""
     index: dict[str, list[str]] = {}

@@ -154,6 +154,7 @@ from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.xdplab.testbed.plugins.module_utils.state import _kinds
 from ansible_collections.xdplab.testbed.plugins.module_utils.state._kinds import Cleaner
 from ansible_collections.xdplab.testbed.plugins.module_utils.state._ledger import (
+    DEFAULT_DIR,
     LedgerError,
     check_entry,
     entries,
@@ -177,7 +178,7 @@ def main() -> None:
     module = AnsibleModule(
         argument_spec=dict(
             state=dict(type="str", choices=["recorded", "absent", "cleaned", "listed"], default="recorded"),
-            dir=dict(type="path", default="/var/lib/xdplab/ledger"),
+            dir=dict(type="path", default=DEFAULT_DIR),
             kind=dict(type="str"),
             key=dict(type="dict", no_log=False),
             netns=dict(type="str"),

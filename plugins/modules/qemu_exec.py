@@ -304,7 +304,7 @@ def main() -> None:
             timeout=dict(type="int", default=600),
             rundir=dict(type="path"),
             fail_on_rc=dict(type="bool", default=True),
-            ledger_dir=dict(type="path", default="/var/lib/xdplab/ledger"),
+            ledger_dir=dict(type="path", default=_ledger.DEFAULT_DIR),
         ),
         supports_check_mode=False,
     )

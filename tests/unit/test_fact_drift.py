@@ -74,13 +74,31 @@ FACTS = [
           SCENARIOS: [((f"scenarios_{name}_matrix", "pkt_size"), [T.DEFAULT_PKT_SIZE])
                       for name in ("xsk_vs_syscall", "xdp_flow", "pktgen_burst")],
           **specs("bench", "scenarios")}),
+    Fact("tools directory", r"/var/lib/xdplab/bin(?![\w-])",
+         {RUN_VARS: [(("__xdplab_bin_dir",), T.BIN_DIR)],
+          "roles/generator/defaults/main.yml": [(("generator_build_dir",), T.BIN_DIR)],
+          SCENARIOS: [(("scenarios_bin_dir",), T.BIN_DIR)],
+          BENCH: [(("bench_xdpgen",), f"{T.BIN_DIR}/xdpgen")],
+          **specs("generator", "scenarios", "bench")}),
+    Fact("XDP objects directory", r"/var/lib/xdplab/xdp(?![\w-])",
+         {RUN_VARS: [(("__xdplab_xdp_dir",), T.XDP_DIR)],
+          "roles/xdp/defaults/main.yml": [(("xdp_build_dir",), T.XDP_DIR)],
+          SCENARIOS: [(("scenarios_xdp_dir",), T.XDP_DIR)],
+          BENCH: [(("bench_xdp_dir",), T.XDP_DIR)],
+          **specs("xdp", "scenarios", "bench")}),
+    Fact("ledger directory", r"/var/lib/xdplab/ledger(?![\w-])",
+         {RUN_ROLE: [(("run_ledger_dir",), T.LEDGER_DIR)],
+          TESTBED: [(("testbed_ledger_dir",), T.LEDGER_DIR)],
+          **specs("run", "testbed")}),
+    Fact("tuning snapshots directory", r"/var/lib/xdplab/tuning(?![\w-])",
+         {"roles/tuning/defaults/main.yml": [(("tuning_state_dir",), T.TUNING_DIR)], **specs("tuning")}),
     Fact("pkt_size upper bounds",
          rf"(?<!\d)(?:{T.JUMBO_MAX_PKT_SIZE}|{T.SOCKET_MAX_PKT_SIZE}|{T.XDPGEN_MAX_PKT_SIZE})(?!\d)", {}),
 ]
 
 # Python literals only the table may write (docstrings and module documentation excluded).
 OWNED_CONSTANTS = {T.JUMBO_MAX_PKT_SIZE, T.SOCKET_MAX_PKT_SIZE, T.XDPGEN_MAX_PKT_SIZE, 65507,
-                   T.GEN_ADDRESS, T.DUT_ADDRESS, T.RESULTS_ROOT}
+                   T.GEN_ADDRESS, T.DUT_ADDRESS, T.RESULTS_ROOT, T.BIN_DIR, T.XDP_DIR, T.LEDGER_DIR, T.TUNING_DIR}
 DOC_NAMES = {"DOCUMENTATION", "EXAMPLES", "RETURN"}
 
 # Copies left where another piece of work owns the file; each must still be there (else drop it here).

@@ -24,6 +24,13 @@ DUT_ADDRESS = "198.18.0.2"
 # Results on the controller: <root>/<run id>/ (a Jinja expression: the directory ansible-playbook ran in).
 RESULTS_ROOT = "{{ lookup('ansible.builtin.env', 'PWD') }}/results"
 
+# Artifact directories on every test host: built tools, compiled XDP objects, the state ledger and the
+# tuning snapshots.
+BIN_DIR = "/var/lib/xdplab/bin"
+XDP_DIR = "/var/lib/xdplab/xdp"
+LEDGER_DIR = "/var/lib/xdplab/ledger"
+TUNING_DIR = "/var/lib/xdplab/tuning"
+
 # Frame sizes count the Ethernet header and payload, not the 4-byte FCS.
 ETH_IP_UDP_LEN = 14 + 20 + 8
 DEFAULT_PKT_SIZE = 64

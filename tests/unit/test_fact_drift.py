@@ -212,3 +212,14 @@ def test_a_python_copy_is_found_but_not_in_docs():
     text = ('"""9014 in a docstring."""\nDOCUMENTATION = "198.18.0.1"\n'
             'def f(p):\n    """198.18.0.2"""\n    return p.get("dst_ip", "198.18.0.2"), 9014\n')
     assert sorted(python_copies("plugins/x.py", text)) == ["plugins/x.py:5: '198.18.0.2'", "plugins/x.py:5: 9014"]
+
+
+def test_bench_report_documents_the_report_formats():
+    # The report formats are results/_report.REPORT_FILES; the module's documentation must copy them (a
+    # literal for ansible-doc), its argument spec reads them.
+    from ansible_collections.xdplab.testbed.plugins.module_utils.results import _report
+    from ansible_collections.xdplab.testbed.plugins.modules import bench_report
+
+    doc = yaml.safe_load(bench_report.DOCUMENTATION)
+    assert doc["options"]["format"]["choices"] == list(_report.FORMATS)
+    assert bench_report.ARGUMENT_SPEC["format"]["choices"] == list(_report.FORMATS)

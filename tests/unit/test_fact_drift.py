@@ -46,6 +46,9 @@ FACTS = [
          r"lookup\(\s*'{1,2}ansible\.builtin\.env'{1,2}\s*,\s*'{1,2}PWD'{1,2}\s*\)\s*(?:\}\}|~\s*')\s*/results",
          {RUN_VARS: [(("xdplab_results_root",), T.RESULTS_ROOT)],
           RUN_ROLE: [(("run_results_root",), T.RESULTS_ROOT)], **specs("run")}),
+    Fact("role results root", r"\{\{\s*playbook_dir\s*\}\}\s*/results|playbook_dir\s*~\s*'/results",
+         {BENCH: [(("bench_results_root",), T.ROLE_RESULTS_ROOT)],
+          SCENARIOS: [(("scenarios_results_root",), T.ROLE_RESULTS_ROOT)], **specs("bench", "scenarios")}),
     Fact("generator address", r"(?<![\d.])198\.18\.0\.1(?!\d)",
          {RUN_VARS: [(("__xdplab_gen_address",), T.GEN_ADDRESS)],
           BENCH: [(("bench_src_ip",), T.GEN_ADDRESS)],
@@ -98,7 +101,8 @@ FACTS = [
 
 # Python literals only the table may write (docstrings and module documentation excluded).
 OWNED_CONSTANTS = {T.JUMBO_MAX_PKT_SIZE, T.SOCKET_MAX_PKT_SIZE, T.XDPGEN_MAX_PKT_SIZE, 65507,
-                   T.GEN_ADDRESS, T.DUT_ADDRESS, T.RESULTS_ROOT, T.BIN_DIR, T.XDP_DIR, T.LEDGER_DIR, T.TUNING_DIR}
+                   T.GEN_ADDRESS, T.DUT_ADDRESS, T.RESULTS_ROOT, T.ROLE_RESULTS_ROOT, T.BIN_DIR, T.XDP_DIR,
+                   T.LEDGER_DIR, T.TUNING_DIR}
 DOC_NAMES = {"DOCUMENTATION", "EXAMPLES", "RETURN"}
 
 # Copies left where another piece of work owns the file; each must still be there (else drop it here).

@@ -23,6 +23,9 @@ DUT_ADDRESS = "198.18.0.2"
 
 # Results on the controller: <root>/<run id>/ (a Jinja expression: the directory ansible-playbook ran in).
 RESULTS_ROOT = "{{ lookup('ansible.builtin.env', 'PWD') }}/results"
+# The bench and scenarios roles' own default when they run outside a run playbook (which hands them
+# the run's root): beside the playbook.
+ROLE_RESULTS_ROOT = "{{ playbook_dir }}/results"
 
 # Artifact directories on every test host: built tools, compiled XDP objects, the state ledger and the
 # tuning snapshots.

@@ -228,25 +228,21 @@ def _foreign_run_dir(results: list[str], report: dict, dest_dir: str, comparing:
     return None
 
 
-def main() -> None:
-    module = AnsibleModule(
-        argument_spec={
-            "results": {"type": "list", "elements": "path", "required": True},
-            "format": {"type": "list", "elements": "str", "choices": list(_report.FORMATS)},
-            "dest": {"type": "path", "required": True},
-            "baseline_variant": {"type": "str"},
-            "candidate_variant": {"type": "str"},
-            "allow_incomplete": {"type": "bool", "default": False},
-            "trend": {"type": "bool", "default": False},
-            "trend_order": {"type": "str", "default": "time", "choices": list(_trend.ORDERS)},
-        },
-        mutually_exclusive=[("trend", "baseline_variant")],
-        required_together=[("baseline_variant", "candidate_variant")],
-        supports_check_mode=True,
-    )
-    p = module.params
-    if not HAS_SCIPY:
-        module.fail_json(msg=missing_required_lib("scipy"))
+ARGUMENT_SPEC = {
+    "results": {"type": "list", "elements": "path", "required": True},
+    "format": {"type": "list", "elements": "str", "choices": list(_report.FORMATS)},
+    "dest": {"type": "path", "required": True},
+    "baseline_variant": {"type": "str"},
+    "candidate_variant": {"type": "str"},
+    "allow_incomplete": {"type": "bool", "default": False},
+    "trend": {"type": "bool", "default": False},
+    "trend_order": {"type": "str", "default": "time", "choices": list(_trend.ORDERS)},
+}
+
+
+def _checked_files(module: AnsibleModule, p: dict) -> tuple[dict[str, str], bool, str]:
+    """The file each format goes to, after the checks on results, dest and formats.
+    Returns (format -> file, whether this compares, the directory dest writes into)."""
     if len(p["results"]) not in (1, 2) and not p["trend"]:
         module.fail_json(msg=f"results must be one path or a list of two, got {len(p['results'])}: {p['results']} "
                              "(a trend over runs: trend=true)")
@@ -265,29 +261,50 @@ def main() -> None:
     if comparing and any(os.path.realpath(r) == dest_dir for r in p["results"]):
         module.fail_json(msg=f"a comparison is written to its own directory, not into the results directory "
                              f"{dest_dir} it compares (its own report files stay as they are)")
+    return files, comparing, dest_dir
+
+
+def _write_reports(module: AnsibleModule, p: dict, files: dict[str, str], comparing: bool, dest_dir: str):
+    """Build the report (or trend) and write each format where it differs (compared only in check
+    mode). Returns (report, changed)."""
     changed = False
+    if p["trend"]:
+        report = _trend.build(p["results"], order=p["trend_order"], allow_incomplete=p["allow_incomplete"])
+        renderer = _render_trend.render
+    else:
+        report = _report.build(p["results"], baseline_variant=p["baseline_variant"],
+                               candidate_variant=p["candidate_variant"],
+                               allow_incomplete=p["allow_incomplete"])
+        renderer = _report.render
+    owner = _foreign_run_dir(p["results"], report, dest_dir, comparing or p["trend"])
+    if owner:
+        module.fail_json(msg=f"dest {p['dest']} is inside the run directory {owner}, whose own files this report "
+                             "must not replace: a report goes into a run's directory only when results names "
+                             "that one run directory; write it elsewhere")
+    for fmt, dest in files.items():
+        if not module.check_mode:
+            changed |= _write_if_different(dest, lambda tmp, fmt=fmt: renderer(report, fmt, tmp))
+            continue
+        with tempfile.TemporaryDirectory() as scratch:
+            tmp = os.path.join(scratch, "report")
+            renderer(report, fmt, tmp)
+            changed |= not (os.path.isfile(dest) and filecmp.cmp(tmp, dest, shallow=False))
+    return report, changed
+
+
+def main() -> None:
+    module = AnsibleModule(
+        argument_spec=ARGUMENT_SPEC,
+        mutually_exclusive=[("trend", "baseline_variant")],
+        required_together=[("baseline_variant", "candidate_variant")],
+        supports_check_mode=True,
+    )
+    p = module.params
+    if not HAS_SCIPY:
+        module.fail_json(msg=missing_required_lib("scipy"))
+    files, comparing, dest_dir = _checked_files(module, p)
     try:
-        if p["trend"]:
-            report = _trend.build(p["results"], order=p["trend_order"], allow_incomplete=p["allow_incomplete"])
-            renderer = _render_trend.render
-        else:
-            report = _report.build(p["results"], baseline_variant=p["baseline_variant"],
-                                   candidate_variant=p["candidate_variant"],
-                                   allow_incomplete=p["allow_incomplete"])
-            renderer = _report.render
-        owner = _foreign_run_dir(p["results"], report, dest_dir, comparing or p["trend"])
-        if owner:
-            module.fail_json(msg=f"dest {p['dest']} is inside the run directory {owner}, whose own files this report "
-                                 "must not replace: a report goes into a run's directory only when results names "
-                                 "that one run directory; write it elsewhere")
-        for fmt, dest in files.items():
-            if not module.check_mode:
-                changed |= _write_if_different(dest, lambda tmp, fmt=fmt: renderer(report, fmt, tmp))
-                continue
-            with tempfile.TemporaryDirectory() as scratch:
-                tmp = os.path.join(scratch, "report")
-                renderer(report, fmt, tmp)
-                changed |= not (os.path.isfile(dest) and filecmp.cmp(tmp, dest, shallow=False))
+        report, changed = _write_reports(module, p, files, comparing, dest_dir)
     except (RecordError, StatsError, ValueError) as exc:
         module.fail_json(msg=str(exc))
     except Exception as exc:
@@ -305,7 +322,6 @@ def main() -> None:
     if report["incomplete"]:
         module.warn(f"report includes records of incomplete runs: {report['incomplete']}")
     module.exit_json(**result)
-
 
 if __name__ == "__main__":
     main()

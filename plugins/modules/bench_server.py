@@ -286,7 +286,7 @@ def main() -> None:
             pid=dict(type="int"),
             log=dict(type="path"),
             stop_timeout=dict(type="float", default=5.0),
-            ledger_dir=dict(type="path", default="/var/lib/xdplab/ledger"),
+            ledger_dir=dict(type="path", default=_ledger.DEFAULT_DIR),
             run_id=dict(type="str"),
         ),
         required_if=[("state", "started", ("tool",)), ("state", "stopped", ("pid", "log"))],

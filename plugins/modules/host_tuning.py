@@ -334,7 +334,7 @@ def main() -> None:
             on_unsupported=dict(type="str", choices=list(_tuning.ON_UNSUPPORTED), default="fail"),
             snapshot_key=dict(type="str", no_log=False),
             state_dir=dict(type="path", default=_tuning.DEFAULT_STATE_DIR),
-            ledger_dir=dict(type="path", default="/var/lib/xdplab/ledger"),
+            ledger_dir=dict(type="path", default=_ledger.DEFAULT_DIR),
             run_id=dict(type="str"),
         ),
         supports_check_mode=True,

@@ -127,26 +127,68 @@ def addresses(ipr) -> dict[str, int]:
     return found
 
 
+ARGUMENT_SPEC = dict(
+    interface=dict(type="str", required=True),
+    address=dict(type="str", required=True),
+    up=dict(type="bool", default=False),
+    nodad=dict(type="bool", default=True),
+    state=dict(type="str", choices=["present", "absent"], default="present"),
+    ledger_dir=dict(type="path", default=_ledger.DEFAULT_DIR),
+    run_id=dict(type="str"),
+)
+
+
+def _present(module: AnsibleModule, p: dict, ipr, index: int, iface, entry: dict, recorded, before: dict,
+             on: dict) -> dict:
+    """state=present: add the address (ledger entry first) and set the link up if asked. Returns after."""
+    ip = iface.ip.compressed
+    if ip in on and recorded is None:
+        where = "on it" if on[ip] == index else f"on interface index {on[ip]}"
+        raise AddressError(f"{ip} is already configured {where} in this namespace and is not this "
+                           "collection's (no ledger entry): choose another address")
+    after = {"present": True, "up": before["up"] or p["up"]}
+    if before != after and not module.check_mode:
+        set_up = not before["up"] and p["up"]
+        # before acting; an entry of an earlier task of the run keeps what it found
+        path, fresh = _ledger.record(p["ledger_dir"], entry, p["run_id"], set_up=set_up)
+        if not fresh and set_up:
+            _ledger.annotate(path, set_up=True)
+        if not before["present"]:
+            family = socket.AF_INET6 if iface.version == 6 else socket.AF_INET
+            flags = IFA_F_NODAD if iface.version == 6 and p["nodad"] else 0
+            ipr.addr("add", index=index, address=ip, prefixlen=iface.network.prefixlen,
+                     family=family, flags=flags)
+        if set_up:
+            ipr.link("set", index=index, state="up")
+    return after
+
+
+def _absent(module: AnsibleModule, p: dict, ipr, index: int, iface, entry: dict, recorded, before: dict) -> dict:
+    """state=absent: remove an address this collection put there (and the link state it set). Returns after."""
+    if recorded is None:
+        return before
+    after = {"present": False, "up": before["up"] and not recorded.get("set_up")}
+    if not module.check_mode:
+        if before["present"]:
+            try:
+                ipr.addr("del", index=index, address=iface.ip.compressed, prefixlen=iface.network.prefixlen)
+            except NetlinkError as exc:
+                if exc.code != EADDRNOTAVAIL:  # gone with the link meanwhile
+                    raise
+        if recorded.get("set_up") and before["up"]:
+            ipr.link("set", index=index, state="down")
+        _ledger.forget(p["ledger_dir"], entry)
+    return after
+
+
 def main() -> None:
-    module = AnsibleModule(
-        argument_spec=dict(
-            interface=dict(type="str", required=True),
-            address=dict(type="str", required=True),
-            up=dict(type="bool", default=False),
-            nodad=dict(type="bool", default=True),
-            state=dict(type="str", choices=["present", "absent"], default="present"),
-            ledger_dir=dict(type="path", default=_ledger.DEFAULT_DIR),
-            run_id=dict(type="str"),
-        ),
-        supports_check_mode=True,
-    )
+    module = AnsibleModule(argument_spec=ARGUMENT_SPEC, supports_check_mode=True)
     p = module.params
     if IPRoute is None:
         module.fail_json(msg=missing_required_lib("pyroute2"))
     try:
         _validate.ifname(p["interface"], "interface")
         iface = ipaddress.ip_interface(_validate.ip_interface(p["address"], "address"))
-        ip = iface.ip.compressed
         here = current_netns_name()
         entry = _ledger.check_entry("addr", {"interface": p["interface"], "address": iface.with_prefixlen},
                                     None if here == "host" else here)
@@ -158,49 +200,18 @@ def main() -> None:
             index = found[0]
             link_up = bool(ipr.get_links(index)[0]["flags"] & IFF_UP)
             on = addresses(ipr)
-            before = {"present": on.get(ip) == index, "up": link_up}
+            before = {"present": on.get(iface.ip.compressed) == index, "up": link_up}
             if p["state"] == "present":
-                if ip in on and recorded is None:
-                    where = "on it" if on[ip] == index else f"on interface index {on[ip]}"
-                    raise AddressError(f"{ip} is already configured {where} in this namespace and is not this "
-                                       "collection's (no ledger entry): choose another address")
-                after = {"present": True, "up": link_up or p["up"]}
-                changed = before != after
-                if changed and not module.check_mode:
-                    set_up = not link_up and p["up"]
-                    # before acting; an entry of an earlier task of the run keeps what it found
-                    path, fresh = _ledger.record(p["ledger_dir"], entry, p["run_id"], set_up=set_up)
-                    if not fresh and set_up:
-                        _ledger.annotate(path, set_up=True)
-                    if not before["present"]:
-                        family = socket.AF_INET6 if iface.version == 6 else socket.AF_INET
-                        flags = IFA_F_NODAD if iface.version == 6 and p["nodad"] else 0
-                        ipr.addr("add", index=index, address=ip, prefixlen=iface.network.prefixlen,
-                                 family=family, flags=flags)
-                    if set_up:
-                        ipr.link("set", index=index, state="up")
-            elif recorded is None:
-                after, changed = before, False
+                after = _present(module, p, ipr, index, iface, entry, recorded, before, on)
             else:
-                after = {"present": False, "up": link_up and not recorded.get("set_up")}
-                changed = before != after
-                if not module.check_mode:
-                    if before["present"]:
-                        try:
-                            ipr.addr("del", index=index, address=ip, prefixlen=iface.network.prefixlen)
-                        except NetlinkError as exc:
-                            if exc.code != EADDRNOTAVAIL:  # gone with the link meanwhile
-                                raise
-                    if recorded.get("set_up") and link_up:
-                        ipr.link("set", index=index, state="down")
-                    _ledger.forget(p["ledger_dir"], entry)
+                after = _absent(module, p, ipr, index, iface, entry, recorded, before)
+            changed = before != after
     except (AddressError, _validate.ValidationError, _ledger.LedgerError) as exc:
         module.fail_json(msg=str(exc), interface=p["interface"], address=p["address"])
     except Exception as exc:  # noqa: BLE001 - one top-level handler, reported with traceback
         module.fail_json(msg=f"address {p['address']} on {p['interface']}: {exc}", exception=traceback.format_exc())
     module.exit_json(changed=changed, before=before, after=after,
                      diff={"before": json.dumps(before) + "\n", "after": json.dumps(after) + "\n"})
-
 
 if __name__ == "__main__":
     main()

@@ -215,7 +215,7 @@ def main() -> None:
             stop_irqbalance=dict(type="bool", default=False),
             snapshot_key=dict(type="str", no_log=False),
             state_dir=dict(type="path", default=_tuning.DEFAULT_STATE_DIR),
-            ledger_dir=dict(type="path", default="/var/lib/xdplab/ledger"),
+            ledger_dir=dict(type="path", default=_ledger.DEFAULT_DIR),
             run_id=dict(type="str"),
         ),
         required_if=[("strategy", "explicit", ("map",))],

@@ -141,18 +141,148 @@ def running_config() -> str:
     raise _kernel.KernelError(f"no config for the running kernel {release} (/boot/config-{release}, /proc/config.gz)")
 
 
+ARGUMENT_SPEC = dict(
+    src=dict(type="path", required=True),
+    dest=dict(type="path", required=True),
+    base=dict(type="str", choices=["tinyconfig", "defconfig", "running", "file"], default="tinyconfig"),
+    base_file=dict(type="path"),
+    fragments=dict(type="list", elements="path", default=[]),
+    options=dict(type="dict", default={}),
+    key_inputs=dict(type="list", elements="str", default=[], no_log=False),
+    build_user=dict(type="str"),
+)
+
+
+def _give(as_user: list[str], path: str) -> None:
+    """The fetched source's make and scripts run as the build user: its files are the user's."""
+    if as_user:
+        os.chown(path, int(as_user[1].split("=")[1]), int(as_user[2].split("=")[1]))
+
+
+def _requested(module: AnsibleModule, p: dict) -> tuple[dict[str, str], list[str], dict[str, str], list[dict]]:
+    """What the fragments and options ask for: (every requested option, fragment paths, the options alone,
+    the options this tree knows under a newer name, followed)."""
+    requested: dict[str, str] = {}
+    fragments: list[str] = []
+    for frag in p["fragments"]:
+        try:
+            with open(frag) as fh:
+                text = fh.read()
+        except OSError as exc:
+            module.fail_json(msg=f"config fragment {frag!r} cannot be read: {exc.strerror}")
+        opts = _kernel.parse_config(text)
+        if not opts:
+            module.fail_json(msg=f"config fragment {frag!r} sets no CONFIG_ option")
+        requested.update(opts)
+        fragments.append(frag)
+    try:
+        extra = _kernel.normalize_options(p["options"])
+    except _kernel.KernelError as exc:
+        module.fail_json(msg=str(exc))
+    requested.update(extra)
+    renamed: list[dict] = []
+    if set(requested) & set(_kernel.RENAMED):
+        requested, renamed = _kernel.follow_renames(requested, _kernel.kconfig_symbols(p["src"]))
+        # The new names go in last (the options fragment), so they stand whatever the fragments set.
+        extra.update({item["as"]: requested[item["as"]] for item in renamed})
+    return requested, fragments, extra, renamed
+
+
+def _stage(as_user: list[str], scratch: str, fragments: list[str], extra: dict[str, str]) -> tuple[str, list[str]]:
+    """The options as a fragment of their own, the fragments where the build user can read them (a
+    collection under /root), and an empty build directory. Returns (build directory, fragments)."""
+    _give(as_user, scratch)
+    fragments = list(fragments)
+    if extra:
+        extra_path = os.path.join(scratch, "options.config")
+        with open(extra_path, "w") as fh:
+            fh.write(_kernel.fragment_text(extra))
+        _give(as_user, extra_path)
+        fragments.append(extra_path)
+    if as_user:
+        copies = []
+        for i, frag in enumerate(fragments):
+            copy = os.path.join(scratch, f"fragment-{i}.config")
+            shutil.copyfile(frag, copy)
+            _give(as_user, copy)
+            copies.append(copy)
+        fragments = copies
+    build = os.path.join(scratch, "o")
+    os.makedirs(build)
+    _give(as_user, build)
+    return build, fragments
+
+
+def _base_config(module: AnsibleModule, p: dict, as_user: list[str], make: str, build: str) -> None:
+    """The starting .config: make tinyconfig/defconfig, or a copy of the running kernel's or a file's."""
+    if p["base"] in ("tinyconfig", "defconfig"):
+        _command.run(module, [*as_user, make, "-s", f"O={build}", p["base"]], cwd=p["src"])
+        return
+    if p["base"] == "file":
+        try:
+            with open(p["base_file"]) as fh:
+                base_text = fh.read()
+        except OSError as exc:
+            module.fail_json(msg=f"base_file {p['base_file']!r} cannot be read: {exc.strerror}")
+    else:
+        base_text = running_config()
+    with open(os.path.join(build, ".config"), "w") as fh:
+        fh.write(base_text)
+    _give(as_user, os.path.join(build, ".config"))
+
+
+def _final_config(module: AnsibleModule, p: dict, as_user: list[str], make: str, build: str, merge: str,
+                  fragments: list[str], requested: dict[str, str]) -> str:
+    """Merge the fragments, let olddefconfig settle the rest; fail naming each requested option that
+    did not stand and why. Returns the final .config text."""
+    if fragments:
+        # merge_config.sh makes its temporary file in the current directory: the scratch one
+        _command.run(module, [*as_user, "/bin/sh", merge, "-m", "-O", build, os.path.join(build, ".config"),
+                              *fragments], cwd=build)
+    _command.run(module, [*as_user, make, "-s", f"O={build}", "olddefconfig"], cwd=p["src"])
+    with open(os.path.join(build, ".config")) as fh:
+        final_text = fh.read()
+    final = _kernel.parse_config(final_text)
+    dropped = _kernel.dropped_options(requested, final)
+    if dropped:
+        dropped = _kernel.kconfig_reasons(p["src"], dropped, final)
+        lines = "; ".join(f"{d['option']}={d['requested']} became {d['final']}: {d['reason']}" for d in dropped)
+        module.fail_json(msg=f"{len(dropped)} requested config option(s) did not stand: {lines}",
+                         dropped=dropped, requested=len(requested))
+    return final_text
+
+
+def _install(module: AnsibleModule, p: dict, final_text: str, requested: int, renamed: list[dict]) -> None:
+    """Write dest when it differs (diff, check mode), and exit with the config's digest and build key."""
+    try:
+        with open(p["dest"]) as fh:
+            current = fh.read()
+    except FileNotFoundError:
+        current = None
+    changed = current != final_text
+    result = dict(
+        changed=changed,
+        config_sha256=hashlib.sha256(final_text.encode()).hexdigest(),
+        build_key=_kernel.build_key("\n".join(p["key_inputs"]), [], final_text, "", []),
+        requested=requested,
+        renamed=renamed,
+        dest=p["dest"],
+    )
+    if changed and module._diff:
+        result["diff"] = dict(before=current or "", after=final_text, before_header=p["dest"],
+                              after_header=p["dest"])
+    if changed and not module.check_mode:
+        os.makedirs(os.path.dirname(p["dest"]) or ".", exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=os.path.dirname(p["dest"]) or ".", prefix=".config.")
+        with os.fdopen(fd, "w") as fh:
+            fh.write(final_text)
+        module.atomic_move(tmp, p["dest"])
+    module.exit_json(**result)
+
+
 def main() -> None:
     module = AnsibleModule(
-        argument_spec=dict(
-            src=dict(type="path", required=True),
-            dest=dict(type="path", required=True),
-            base=dict(type="str", choices=["tinyconfig", "defconfig", "running", "file"], default="tinyconfig"),
-            base_file=dict(type="path"),
-            fragments=dict(type="list", elements="path", default=[]),
-            options=dict(type="dict", default={}),
-            key_inputs=dict(type="list", elements="str", default=[], no_log=False),
-            build_user=dict(type="str"),
-        ),
+        argument_spec=ARGUMENT_SPEC,
         required_if=[("base", "file", ["base_file"])],
         supports_check_mode=True,
     )
@@ -169,108 +299,13 @@ def main() -> None:
                                                    if p["build_user"] else "setpriv")
         except _kernel.KernelError as exc:
             module.fail_json(msg=str(exc))
-        requested: dict[str, str] = {}
-        fragments: list[str] = []
-        for frag in p["fragments"]:
-            try:
-                with open(frag) as fh:
-                    text = fh.read()
-            except OSError as exc:
-                module.fail_json(msg=f"config fragment {frag!r} cannot be read: {exc.strerror}")
-            opts = _kernel.parse_config(text)
-            if not opts:
-                module.fail_json(msg=f"config fragment {frag!r} sets no CONFIG_ option")
-            requested.update(opts)
-            fragments.append(frag)
-        try:
-            extra = _kernel.normalize_options(p["options"])
-        except _kernel.KernelError as exc:
-            module.fail_json(msg=str(exc))
-        requested.update(extra)
-        renamed: list[dict] = []
-        if set(requested) & set(_kernel.RENAMED):
-            requested, renamed = _kernel.follow_renames(requested, _kernel.kconfig_symbols(src))
-            # The new names go in last (the options fragment), so they stand whatever the fragments set.
-            extra.update({item["as"]: requested[item["as"]] for item in renamed})
-
+        requested, fragments, extra, renamed = _requested(module, p)
         # The build user works in it: in /tmp, not under the caller's TMPDIR (often private to root).
         scratch = tempfile.mkdtemp(prefix="xdplab-kconfig-", dir="/tmp" if as_user else None)  # noqa: S108
-
-        def give(path: str) -> None:
-            """The fetched source's make and scripts run as the build user: its files are the user's."""
-            if as_user:
-                os.chown(path, int(as_user[1].split("=")[1]), int(as_user[2].split("=")[1]))
-        give(scratch)
-        if extra:
-            extra_path = os.path.join(scratch, "options.config")
-            with open(extra_path, "w") as fh:
-                fh.write(_kernel.fragment_text(extra))
-            give(extra_path)
-            fragments.append(extra_path)
-        if as_user:  # the fragments, copied where the build user can read them (a collection under /root)
-            copies = []
-            for i, frag in enumerate(fragments):
-                copy = os.path.join(scratch, f"fragment-{i}.config")
-                shutil.copyfile(frag, copy)
-                give(copy)
-                copies.append(copy)
-            fragments = copies
-        build = os.path.join(scratch, "o")
-        os.makedirs(build)
-        give(build)
-        if p["base"] in ("tinyconfig", "defconfig"):
-            _command.run(module, [*as_user, make, "-s", f"O={build}", p["base"]], cwd=src)
-        else:
-            if p["base"] == "file":
-                try:
-                    with open(p["base_file"]) as fh:
-                        base_text = fh.read()
-                except OSError as exc:
-                    module.fail_json(msg=f"base_file {p['base_file']!r} cannot be read: {exc.strerror}")
-            else:
-                base_text = running_config()
-            with open(os.path.join(build, ".config"), "w") as fh:
-                fh.write(base_text)
-            give(os.path.join(build, ".config"))
-        if fragments:
-            # merge_config.sh makes its temporary file in the current directory: the scratch one
-            _command.run(module, [*as_user, "/bin/sh", merge, "-m", "-O", build, os.path.join(build, ".config"),
-                                  *fragments], cwd=build)
-        _command.run(module, [*as_user, make, "-s", f"O={build}", "olddefconfig"], cwd=src)
-        with open(os.path.join(build, ".config")) as fh:
-            final_text = fh.read()
-        final = _kernel.parse_config(final_text)
-        dropped = _kernel.dropped_options(requested, final)
-        if dropped:
-            dropped = _kernel.kconfig_reasons(src, dropped, final)
-            lines = "; ".join(f"{d['option']}={d['requested']} became {d['final']}: {d['reason']}" for d in dropped)
-            module.fail_json(msg=f"{len(dropped)} requested config option(s) did not stand: {lines}",
-                             dropped=dropped, requested=len(requested))
-        digest = hashlib.sha256(final_text.encode()).hexdigest()
-        try:
-            with open(p["dest"]) as fh:
-                current = fh.read()
-        except FileNotFoundError:
-            current = None
-        changed = current != final_text
-        result = dict(
-            changed=changed,
-            config_sha256=digest,
-            build_key=_kernel.build_key("\n".join(p["key_inputs"]), [], final_text, "", []),
-            requested=len(requested),
-            renamed=renamed,
-            dest=p["dest"],
-        )
-        if changed and module._diff:
-            result["diff"] = dict(before=current or "", after=final_text, before_header=p["dest"],
-                                  after_header=p["dest"])
-        if changed and not module.check_mode:
-            os.makedirs(os.path.dirname(p["dest"]) or ".", exist_ok=True)
-            fd, tmp = tempfile.mkstemp(dir=os.path.dirname(p["dest"]) or ".", prefix=".config.")
-            with os.fdopen(fd, "w") as fh:
-                fh.write(final_text)
-            module.atomic_move(tmp, p["dest"])
-        module.exit_json(**result)
+        build, fragments = _stage(as_user, scratch, fragments, extra)
+        _base_config(module, p, as_user, make, build)
+        final_text = _final_config(module, p, as_user, make, build, merge, fragments, requested)
+        _install(module, p, final_text, len(requested), renamed)
     except _kernel.KernelError as exc:
         module.fail_json(msg=str(exc))
     except _command.CommandError as exc:
@@ -280,7 +315,6 @@ def main() -> None:
     finally:
         if scratch:
             shutil.rmtree(scratch, ignore_errors=True)
-
 
 if __name__ == "__main__":
     main()

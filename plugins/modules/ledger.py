@@ -154,6 +154,7 @@ from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.xdplab.testbed.plugins.module_utils.state import _kinds
 from ansible_collections.xdplab.testbed.plugins.module_utils.state._kinds import Cleaner
 from ansible_collections.xdplab.testbed.plugins.module_utils.state._ledger import (
+    DEFAULT_DIR,
     LedgerError,
     check_entry,
     entries,
@@ -173,17 +174,77 @@ def describe(entry: dict) -> str:
     return f"{entry['kind']} {key}" + (f" in {entry['netns']}" if entry.get("netns") else "")
 
 
+ARGUMENT_SPEC = dict(
+    state=dict(type="str", choices=["recorded", "absent", "cleaned", "listed"], default="recorded"),
+    dir=dict(type="path", default=DEFAULT_DIR),
+    kind=dict(type="str"),
+    key=dict(type="dict", no_log=False),
+    netns=dict(type="str"),
+    run_id=dict(type="str"),
+    keep=dict(type="list", elements="str", default=[]),
+)
+
+
+def _record_or_drop(module: AnsibleModule, p: dict, result: dict) -> bool:
+    """state=recorded/absent: write or remove the one entry (in the task's namespace when its kind
+    lives in one). Returns changed; result gains the entry's path."""
+    netns = p["netns"]
+    if netns is None and _kinds.row(p["kind"]).in_netns:
+        here = current_netns_name()
+        netns = None if here == "host" else here
+    entry = check_entry(p["kind"], p["key"], netns)
+    path = os.path.join(p["dir"], entry_id(entry))
+    result["path"] = path
+    if p["state"] == "recorded":
+        changed = not os.path.exists(path)
+        if changed and not module.check_mode:
+            record(p["dir"], entry, p["run_id"])
+        return changed
+    if os.path.exists(path):
+        if not module.check_mode:
+            os.unlink(path)
+        return True
+    return False
+
+
+def _clean(module: AnsibleModule, p: dict, removed: list, kept: list, set_aside_list: list, failed: list) -> bool:
+    """state=cleaned: undo every entry in teardown order (kinds in keep and live QEMU owners stay),
+    setting aside the unreadable ones. Fills the lists as it goes; returns changed."""
+    changed = False
+    cleaner = Cleaner(module)
+    good, bad = scan(p["dir"])
+    for path, reason in bad:
+        # Unreadable (truncated, foreign, a symlink): never acted on, moved out of the way and
+        # named, so it does not stop the rest from being cleaned.
+        changed = True
+        new = path if module.check_mode else set_aside(path)
+        set_aside_list.append({"path": path, "moved_to": new, "reason": reason})
+        module.warn(f"ledger entry {path} is unreadable ({reason}): set aside as {new}")
+    subrank = {"tuning": lambda e: _restore.snapshot_kind_rank(e.get("snapshot_kind"))}
+    for path, entry in teardown_plan(good, keep=p["keep"], subrank=subrank):
+        if entry["kind"] in p["keep"]:
+            continue
+        if entry["kind"] == "qemu" and owner_alive(entry["key"]):
+            kept.append(describe(entry))
+            continue
+        changed = True
+        if not module.check_mode:
+            try:
+                reason = cleaner.remove(entry)
+            except Exception as exc:  # noqa: BLE001 - named below; the entry stays for a later try
+                failed.append(f"{describe(entry)}: {exc}")
+                continue
+            os.unlink(path)
+            if reason:
+                kept.append(f"{describe(entry)}: {reason}")
+                continue
+        removed.append(describe(entry))
+    return changed
+
+
 def main() -> None:
     module = AnsibleModule(
-        argument_spec=dict(
-            state=dict(type="str", choices=["recorded", "absent", "cleaned", "listed"], default="recorded"),
-            dir=dict(type="path", default="/var/lib/xdplab/ledger"),
-            kind=dict(type="str"),
-            key=dict(type="dict", no_log=False),
-            netns=dict(type="str"),
-            run_id=dict(type="str"),
-            keep=dict(type="list", elements="str", default=[]),
-        ),
+        argument_spec=ARGUMENT_SPEC,
         required_if=[("state", "recorded", ("kind", "key")), ("state", "absent", ("kind", "key"))],
         supports_check_mode=True,
     )
@@ -194,50 +255,9 @@ def main() -> None:
         for kind in p["keep"]:
             _kinds.row(kind)  # a kind of the table, or LedgerError naming it
         if p["state"] in ("recorded", "absent"):
-            netns = p["netns"]
-            if netns is None and _kinds.row(p["kind"]).in_netns:
-                here = current_netns_name()
-                netns = None if here == "host" else here
-            entry = check_entry(p["kind"], p["key"], netns)
-            path = os.path.join(p["dir"], entry_id(entry))
-            result["path"] = path
-            if p["state"] == "recorded":
-                changed = not os.path.exists(path)
-                if changed and not module.check_mode:
-                    record(p["dir"], entry, p["run_id"])
-            elif os.path.exists(path):
-                changed = True
-                if not module.check_mode:
-                    os.unlink(path)
+            changed = _record_or_drop(module, p, result)
         elif p["state"] == "cleaned":
-            cleaner = Cleaner(module)
-            good, bad = scan(p["dir"])
-            for path, reason in bad:
-                # Unreadable (truncated, foreign, a symlink): never acted on, moved out of the way and
-                # named, so it does not stop the rest from being cleaned.
-                changed = True
-                new = path if module.check_mode else set_aside(path)
-                set_aside_list.append({"path": path, "moved_to": new, "reason": reason})
-                module.warn(f"ledger entry {path} is unreadable ({reason}): set aside as {new}")
-            subrank = {"tuning": lambda e: _restore.snapshot_kind_rank(e.get("snapshot_kind"))}
-            for path, entry in teardown_plan(good, keep=p["keep"], subrank=subrank):
-                if entry["kind"] in p["keep"]:
-                    continue
-                if entry["kind"] == "qemu" and owner_alive(entry["key"]):
-                    kept.append(describe(entry))
-                    continue
-                changed = True
-                if not module.check_mode:
-                    try:
-                        reason = cleaner.remove(entry)
-                    except Exception as exc:  # noqa: BLE001 - named below; the entry stays for a later try
-                        failed.append(f"{describe(entry)}: {exc}")
-                        continue
-                    os.unlink(path)
-                    if reason:
-                        kept.append(f"{describe(entry)}: {reason}")
-                        continue
-                removed.append(describe(entry))
+            changed = _clean(module, p, removed, kept, set_aside_list, failed)
     except LedgerError as exc:
         module.fail_json(msg=str(exc))
     except Exception as exc:  # noqa: BLE001 - one top-level handler, reported with traceback
@@ -253,7 +273,6 @@ def main() -> None:
                          kept=kept, set_aside=set_aside_list, changed=changed)
     module.exit_json(changed=changed, entries=current, removed=removed, kept=kept,
                      set_aside=set_aside_list, **result)
-
 
 if __name__ == "__main__":
     main()

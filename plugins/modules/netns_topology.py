@@ -208,6 +208,7 @@ from ansible_collections.xdplab.testbed.plugins.module_utils.testbed._topology i
     Topology,
     TopologyError,
     found_undo,
+    keep_foreign,
     normalize,
     plan,
     view_desired,
@@ -499,30 +500,84 @@ END_SPEC = dict(
 )
 
 
-def main() -> None:
-    module = AnsibleModule(
-        argument_spec=dict(
-            namespaces=dict(type="list", elements="str", default=[]),
-            links=dict(
-                type="list",
-                elements="dict",
-                default=[],
-                options=dict(
-                    name=dict(type="str"),
-                    mtu=dict(type="int"),
-                    queues=dict(type="int"),
-                    gro=dict(type="bool"),
-                    a=dict(type="dict", required=True, options=END_SPEC),
-                    b=dict(type="dict", required=True, options=END_SPEC),
-                ),
-            ),
-            sysctls=dict(type="dict", default={}),
-            state=dict(type="str", choices=["present", "absent"], default="present"),
-            ledger_dir=dict(type="path"),
-            run_id=dict(type="str"),
+ARGUMENT_SPEC = dict(
+    namespaces=dict(type="list", elements="str", default=[]),
+    links=dict(
+        type="list",
+        elements="dict",
+        default=[],
+        options=dict(
+            name=dict(type="str"),
+            mtu=dict(type="int"),
+            queues=dict(type="int"),
+            gro=dict(type="bool"),
+            a=dict(type="dict", required=True, options=END_SPEC),
+            b=dict(type="dict", required=True, options=END_SPEC),
         ),
-        supports_check_mode=True,
-    )
+    ),
+    sysctls=dict(type="dict", default={}),
+    state=dict(type="str", choices=["present", "absent"], default="present"),
+    ledger_dir=dict(type="path"),
+    run_id=dict(type="str"),
+)
+
+
+def _planned(module: AnsibleModule, topo: Topology, live: dict[str, Any]):
+    """The plan, narrowed by the ledger: with state=absent only what a run of ours made is deleted.
+    Returns (actions, kept, namespaces found in place)."""
+    state, ledger = module.params["state"], module.params["ledger_dir"]
+    actions = plan(topo, live, state)
+    kept: list[str] = []
+    recorded = ({e["key"]["name"]: e for _dummy, e in _ledger.entries(ledger) if e["kind"] == "netns"}
+                if ledger else {})
+    ours = {name for name, e in recorded.items() if not e.get("found")}
+    # Namespaces that exist and that no run of ours created: what is done in them is recorded first.
+    found = {ns for ns in topo.namespaces if live.get(ns) is not None and ns not in ours} if ledger else set()
+    if ledger and state == "absent":
+        actions, kept = keep_foreign(actions, recorded, ours)
+    check_found(actions, found, live, recorded)  # refusals before anything is changed (check mode too)
+    return actions, kept, found
+
+
+def _apply(module: AnsibleModule, kernel: Kernel, actions: list[Action], found: set[str], live: dict[str, Any],
+           undo: list, at: list) -> None:
+    """Each action in turn, its ledger entry written before it acts; ``at[0]`` is the one under way."""
+    ledger = module.params["ledger_dir"]
+    for current in actions:
+        at[0] = current
+        entry = _ledger.check_entry("netns", {"name": current.netns}) if ledger else None
+        if entry and current.netns in found and current.op not in ("create_netns", "delete_netns"):
+            record_found(ledger, entry, current, live, module.params["run_id"])  # before acting
+        if entry and current.op == "create_netns":
+            path, _created = _ledger.record(ledger, entry, module.params["run_id"])  # before acting
+        kernel.apply(current, undo)
+        if entry and current.op == "create_netns":
+            _ledger.annotate(path, inode=os.stat(netns_path(current.netns)).st_ino)
+        elif entry and current.op == "delete_netns":
+            _ledger.forget(ledger, entry)
+            _ledger.forget_inside(ledger, current.netns)
+    at[0] = None
+
+
+def _fail_rolled_back(module: AnsibleModule, kernel: Kernel, undo: list, current: Action | None,
+                      exc: Exception) -> None:
+    """Undo what this task created, forget the ledger entries of namespaces rolled back, fail naming
+    the action that failed and what could not be undone."""
+    left = kernel.rollback(undo)
+    kernel.close()
+    ledger = module.params["ledger_dir"]
+    for kind, ns, _ifname in undo if ledger else []:
+        if kind == "netns" and not os.path.lexists(netns_path(ns)):  # rolled back: nothing to undo later
+            _ledger.forget(ledger, _ledger.check_entry("netns", {"name": ns}))
+    where = f" at '{current.describe()}'" if current is not None else ""
+    msg = f"netns_topology failed{where}: {exc}"
+    if undo:
+        msg += "; rolled back what this run created" + (f", except: {'; '.join(left)}" if left else "")
+    module.fail_json(msg=msg, exception=traceback.format_exc())
+
+
+def main() -> None:
+    module = AnsibleModule(argument_spec=ARGUMENT_SPEC, supports_check_mode=True)
     if PYROUTE2_IMPORT_ERROR:
         module.fail_json(msg=missing_required_lib("pyroute2"), exception=PYROUTE2_IMPORT_ERROR)
     state = module.params["state"]
@@ -535,30 +590,10 @@ def main() -> None:
 
     kernel = Kernel()
     undo: list[tuple[str, str, str | None]] = []
-    current: Action | None = None
+    at: list[Action | None] = [None]
     try:
         live = kernel.read(topo)
-        actions = plan(topo, live, state)
-        ledger = module.params["ledger_dir"]
-        kept: list[str] = []
-        recorded = ({e["key"]["name"]: e for _dummy, e in _ledger.entries(ledger) if e["kind"] == "netns"}
-                    if ledger else {})
-        ours = {name for name, e in recorded.items() if not e.get("found")}
-        # Namespaces that exist and that no run of ours created: what is done in them is recorded first.
-        found = {ns for ns in topo.namespaces if live.get(ns) is not None and ns not in ours} if ledger else set()
-        if ledger and state == "absent":
-            # Only what a run of ours created (the ledger says so) is deleted.
-            kept = sorted({a.netns for a in actions if a.op == "delete_netns" and a.netns not in ours})
-            actions = [a for a in actions if not (a.op == "delete_netns" and a.netns in kept)]
-
-            def made_by_us(a: Action) -> bool:
-                ends = a.link.ends if a.link is not None else ()
-                made = {e.netns: ((recorded.get(e.netns) or {}).get("undo_found") or {}).get("links_created", ())
-                        for e in ends}
-                return any(e.netns in ours or e.ifname in made[e.netns] for e in ends)
-            kept += sorted(f"{a.netns}/{a.ifname}" for a in actions if a.op == "delete_veth" and not made_by_us(a))
-            actions = [a for a in actions if a.op != "delete_veth" or made_by_us(a)]
-        check_found(actions, found, live, recorded)  # refusals before anything is changed (check mode too)
+        actions, kept, found = _planned(module, topo, live)
         result: dict[str, Any] = {"changed": bool(actions), "actions": [a.describe() for a in actions],
                                   "kept": kept}
         before = view_live(topo, live)
@@ -566,19 +601,7 @@ def main() -> None:
             after = view_desired(topo, live, state) if actions else before
             result["namespaces"] = report(live)
         else:
-            for current in actions:
-                entry = _ledger.check_entry("netns", {"name": current.netns}) if ledger else None
-                if entry and current.netns in found and current.op not in ("create_netns", "delete_netns"):
-                    record_found(ledger, entry, current, live, module.params["run_id"])  # before acting
-                if entry and current.op == "create_netns":
-                    path, _created = _ledger.record(ledger, entry, module.params["run_id"])  # before acting
-                kernel.apply(current, undo)
-                if entry and current.op == "create_netns":
-                    _ledger.annotate(path, inode=os.stat(netns_path(current.netns)).st_ino)
-                elif entry and current.op == "delete_netns":
-                    _ledger.forget(ledger, entry)
-                    _ledger.forget_inside(ledger, current.netns)
-            current = None
+            _apply(module, kernel, actions, found, live, undo, at)
             kernel.close()  # sockets of deleted/recreated namespaces are stale
             new = kernel.read(topo)
             after = view_live(topo, new)
@@ -588,18 +611,7 @@ def main() -> None:
         kernel.close()
         module.exit_json(**result)
     except Exception as exc:
-        left = kernel.rollback(undo)
-        kernel.close()
-        ledger = module.params["ledger_dir"]
-        for kind, ns, _ifname in undo if ledger else []:
-            if kind == "netns" and not os.path.lexists(netns_path(ns)):  # rolled back: nothing to undo later
-                _ledger.forget(ledger, _ledger.check_entry("netns", {"name": ns}))
-        where = f" at '{current.describe()}'" if current is not None else ""
-        msg = f"netns_topology failed{where}: {exc}"
-        if undo:
-            msg += "; rolled back what this run created" + (f", except: {'; '.join(left)}" if left else "")
-        module.fail_json(msg=msg, exception=traceback.format_exc())
-
+        _fail_rolled_back(module, kernel, undo, at[0], exc)
 
 if __name__ == "__main__":
     main()

@@ -310,7 +310,7 @@ def main() -> None:
             snapshot=dict(type="bool", default=True),
             snapshot_key=dict(type="str", no_log=False),
             state_dir=dict(type="path", default=_tuning.DEFAULT_STATE_DIR),
-            ledger_dir=dict(type="path", default="/var/lib/xdplab/ledger"),
+            ledger_dir=dict(type="path", default=_ledger.DEFAULT_DIR),
             run_id=dict(type="str"),
             on_missing=dict(type="str", choices=["fail", "discard"], default="fail"),
         ),

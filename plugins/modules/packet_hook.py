@@ -411,7 +411,7 @@ def main() -> None:
             flow=dict(type="dict", options=dict(
                 src=dict(type="str"), dst=dict(type="str"), proto=dict(type="str", choices=["udp", "tcp"]),
                 sport=dict(type="int"), dport=dict(type="int"))),
-            ledger_dir=dict(type="path", default="/var/lib/xdplab/ledger"),
+            ledger_dir=dict(type="path", default=_ledger.DEFAULT_DIR),
             run_id=dict(type="str"),
         ),
         supports_check_mode=True,

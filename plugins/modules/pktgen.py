@@ -357,7 +357,7 @@ def main() -> None:
             queue_map_cpu=dict(type="bool", default=False),
             flags=dict(type="list", elements="str", default=[]),
             proc_dir=dict(type="path", default="/proc/net/pktgen"),
-            ledger_dir=dict(type="path", default="/var/lib/xdplab/ledger"),
+            ledger_dir=dict(type="path", default=_ledger.DEFAULT_DIR),
             run_id=dict(type="str"),
         ),
         required_if=[("state", "run", ("interface",)), ("state", "started", ("interface",))],

@@ -273,137 +273,159 @@ def killed_at_boot(res: _qemu.GuestResult, boot_timeout: float | None) -> bool:
     return bool(boot_timeout) and res.boot_stalled and res.duration_s >= boot_timeout
 
 
-def main() -> None:
-    module = AnsibleModule(
-        argument_spec=dict(
-            kernel=dict(type="path", required=True),
-            command=dict(type="str", required=True),
-            rootfs=dict(type="str", choices=["host9p", "initramfs"], default="host9p"),
-            accel=dict(type="str", choices=["auto", "kvm", "tcg"], default="auto"),
-            kvm_probe_timeout=dict(type="float", default=3.0),
-            kvm_boot_timeout=dict(type="float", default=30.0),
-            tcg_boot_timeout=dict(type="float", default=180.0),
-            memory=dict(type="int", default=1024),
-            cpus=dict(type="int", default=2),
-            append=dict(type="str", default=""),
-            environment=dict(type="dict", default={}),
-            chdir=dict(type="str", default="/"),
-            host_dirs=dict(type="list", elements="path", default=[]),
-            shares=dict(
-                type="list",
-                elements="dict",
-                default=[],
-                options=dict(
-                    path=dict(type="path", required=True),
-                    tag=dict(type="str", required=True),
-                    mount=dict(type="str", required=True),
-                    readonly=dict(type="bool", default=True),
-                ),
-            ),
-            disks=dict(type="list", elements="path", default=[]),
-            timeout=dict(type="int", default=600),
-            rundir=dict(type="path"),
-            fail_on_rc=dict(type="bool", default=True),
-            ledger_dir=dict(type="path", default="/var/lib/xdplab/ledger"),
+ARGUMENT_SPEC = dict(
+    kernel=dict(type="path", required=True),
+    command=dict(type="str", required=True),
+    rootfs=dict(type="str", choices=["host9p", "initramfs"], default="host9p"),
+    accel=dict(type="str", choices=["auto", "kvm", "tcg"], default="auto"),
+    kvm_probe_timeout=dict(type="float", default=3.0),
+    kvm_boot_timeout=dict(type="float", default=30.0),
+    tcg_boot_timeout=dict(type="float", default=180.0),
+    memory=dict(type="int", default=1024),
+    cpus=dict(type="int", default=2),
+    append=dict(type="str", default=""),
+    environment=dict(type="dict", default={}),
+    chdir=dict(type="str", default="/"),
+    host_dirs=dict(type="list", elements="path", default=[]),
+    shares=dict(
+        type="list",
+        elements="dict",
+        default=[],
+        options=dict(
+            path=dict(type="path", required=True),
+            tag=dict(type="str", required=True),
+            mount=dict(type="str", required=True),
+            readonly=dict(type="bool", default=True),
         ),
-        supports_check_mode=False,
+    ),
+    disks=dict(type="list", elements="path", default=[]),
+    timeout=dict(type="int", default=600),
+    rundir=dict(type="path"),
+    fail_on_rc=dict(type="bool", default=True),
+    ledger_dir=dict(type="path", default=_ledger.DEFAULT_DIR),
+)
+
+
+def _rundir(module: AnsibleModule, rundir: str | None) -> str:
+    """The run directory asked for (never under what the guest mounts tmpfs over), or a new one."""
+    if rundir:
+        real = os.path.realpath(rundir)
+        if real in _qemu.GUEST_TMPFS or real.startswith(tuple(d + "/" for d in _qemu.GUEST_TMPFS)):
+            module.fail_json(msg=f"rundir {rundir!r} is under {', '.join(_qemu.GUEST_TMPFS)}, "
+                             "which the guest mounts tmpfs over")
+        os.makedirs(rundir, exist_ok=True)
+        return rundir
+    os.makedirs("/var/lib/xdplab/qemu", exist_ok=True)
+    return tempfile.mkdtemp(prefix="run-", dir="/var/lib/xdplab/qemu")
+
+
+def _guest_spec(p: dict, rundir: str, accel: str, qemu: str, busybox: str) -> _qemu.GuestSpec:
+    return _qemu.GuestSpec(
+        kernel=p["kernel"],
+        command=p["command"],
+        rundir=rundir,
+        rootfs=p["rootfs"],
+        accel=accel,
+        memory_mb=p["memory"],
+        cpus=p["cpus"],
+        append=p["append"],
+        env={str(k): str(v) for k, v in p["environment"].items()},
+        shares=[_qemu.Share(**s) for s in p["shares"]],
+        host_dirs=p["host_dirs"],
+        disks=p["disks"],
+        python_dirs=python_dirs(),
+        chdir=p["chdir"],
+        qemu=qemu,
+        busybox=busybox,
     )
+
+
+def _boot(module: AnsibleModule, p: dict, spec: _qemu.GuestSpec, reason: str):
+    """Run the guest: a KVM guest that never reaches its init falls back to TCG (accel auto), a TCG
+    guest stalled at boot is booted once more. Returns (result, accelerator, why, boot retried)."""
+    tcg_boot = p["tcg_boot_timeout"] or None
+    boot_retried = False
+    accel = spec.accel
+    if accel == "kvm":
+        res = _qemu.run(spec, timeout=p["timeout"], boot_timeout=p["kvm_boot_timeout"],
+                        track=ledger_tracker(p["ledger_dir"]))
+        if res.boot_stalled and p["accel"] == "auto":
+            reason += ("; but the KVM guest did not reach its init "
+                       f"({(res.qemu_output.strip().splitlines() or ['no qemu output'])[-1]}): "
+                       "fell back to TCG")
+            accel = spec.accel = "tcg"
+            res = _qemu.run(spec, timeout=p["timeout"], boot_timeout=tcg_boot,
+                            track=ledger_tracker(p["ledger_dir"]))
+    else:
+        res = _qemu.run(spec, timeout=p["timeout"], boot_timeout=tcg_boot,
+                        track=ledger_tracker(p["ledger_dir"]))
+    if accel == "tcg" and killed_at_boot(res, tcg_boot):
+        boot_retried = True
+        last = (_qemu.console_tail(res.console_log, 1).strip() or "an empty console")[:200]
+        module.warn(f"the TCG guest did not reach its init within {tcg_boot:g}s (last: {last}); "
+                    "booted it once more")
+        res = _qemu.run(spec, timeout=p["timeout"], boot_timeout=tcg_boot,
+                        track=ledger_tracker(p["ledger_dir"]))
+    return res, accel, reason, boot_retried
+
+
+def _exit(module: AnsibleModule, p: dict, res: _qemu.GuestResult, accel: str, reason: str,
+          boot_retried: bool) -> None:
+    """Exit with the guest's result, or fail naming a timeout, a stalled boot, a missing or bad status."""
+    tcg_boot = p["tcg_boot_timeout"] or None
+    result = dict(
+        changed=True,
+        rc=res.rc,
+        stdout=res.stdout,
+        stderr=res.stderr,
+        stdout_lines=res.stdout.splitlines(),
+        console_log=res.console_log,
+        accel=accel,
+        accel_reason=reason,
+        timed_out=res.timed_out,
+        duration_s=res.duration_s,
+        qemu_argv=res.argv,
+        qemu_rc=res.qemu_rc,
+        boot_retried=boot_retried,
+    )
+    if res.timed_out:
+        module.fail_json(msg=f"guest did not finish within {p['timeout']}s; killed. Console tail:\n"
+                         + _qemu.console_tail(res.console_log), **result)
+    if accel == "tcg" and killed_at_boot(res, tcg_boot):
+        module.fail_json(msg=f"the TCG guest did not reach its init within {tcg_boot:g}s"
+                         + (", twice" if boot_retried else "") + "; killed. Console tail:\n"
+                         + _qemu.console_tail(res.console_log), **result)
+    if res.rc is None:
+        module.fail_json(msg="guest exited without running the command to completion (no exit status). "
+                         "QEMU: " + res.qemu_output.strip()[-2000:] + "\nConsole tail:\n"
+                         + _qemu.console_tail(res.console_log), **result)
+    if res.rc != 0 and p["fail_on_rc"]:
+        module.fail_json(msg=f"command exited with status {res.rc} inside the guest", **result)
+    module.exit_json(**result)
+
+
+def main() -> None:
+    module = AnsibleModule(argument_spec=ARGUMENT_SPEC, supports_check_mode=False)
     p = module.params
     try:
         qemu = module.get_bin_path("qemu-system-x86_64", required=True)
         busybox = next((b for b in _qemu.BUSYBOX_CANDIDATES if os.path.isfile(b)), None)
         if busybox is None:
             module.fail_json(msg="busybox not found (install busybox-static): the guest init uses it to power off")
-        rundir = p["rundir"]
-        if rundir:
-            real = os.path.realpath(rundir)
-            if real in _qemu.GUEST_TMPFS or real.startswith(tuple(d + "/" for d in _qemu.GUEST_TMPFS)):
-                module.fail_json(msg=f"rundir {rundir!r} is under {', '.join(_qemu.GUEST_TMPFS)}, "
-                                 "which the guest mounts tmpfs over")
-            os.makedirs(rundir, exist_ok=True)
-        else:
-            os.makedirs("/var/lib/xdplab/qemu", exist_ok=True)
-            rundir = tempfile.mkdtemp(prefix="run-", dir="/var/lib/xdplab/qemu")
+        rundir = _rundir(module, p["rundir"])
         if p["accel"] == "auto":
             ok, reason = _qemu.probe_kvm(p["kvm_probe_timeout"])
             accel = "kvm" if ok else "tcg"
         else:
             accel, reason = p["accel"], "requested"
-        spec = _qemu.GuestSpec(
-            kernel=p["kernel"],
-            command=p["command"],
-            rundir=rundir,
-            rootfs=p["rootfs"],
-            accel=accel,
-            memory_mb=p["memory"],
-            cpus=p["cpus"],
-            append=p["append"],
-            env={str(k): str(v) for k, v in p["environment"].items()},
-            shares=[_qemu.Share(**s) for s in p["shares"]],
-            host_dirs=p["host_dirs"],
-            disks=p["disks"],
-            python_dirs=python_dirs(),
-            chdir=p["chdir"],
-            qemu=qemu,
-            busybox=busybox,
-        )
-        tcg_boot = p["tcg_boot_timeout"] or None
-        boot_retried = False
+        spec = _guest_spec(p, rundir, accel, qemu, busybox)
         try:
-            if accel == "kvm":
-                res = _qemu.run(spec, timeout=p["timeout"], boot_timeout=p["kvm_boot_timeout"],
-                                track=ledger_tracker(p["ledger_dir"]))
-                if res.boot_stalled and p["accel"] == "auto":
-                    reason += ("; but the KVM guest did not reach its init "
-                               f"({(res.qemu_output.strip().splitlines() or ['no qemu output'])[-1]}): "
-                               "fell back to TCG")
-                    accel = spec.accel = "tcg"
-                    res = _qemu.run(spec, timeout=p["timeout"], boot_timeout=tcg_boot,
-                                    track=ledger_tracker(p["ledger_dir"]))
-            else:
-                res = _qemu.run(spec, timeout=p["timeout"], boot_timeout=tcg_boot,
-                                track=ledger_tracker(p["ledger_dir"]))
-            if accel == "tcg" and killed_at_boot(res, tcg_boot):
-                boot_retried = True
-                last = (_qemu.console_tail(res.console_log, 1).strip() or "an empty console")[:200]
-                module.warn(f"the TCG guest did not reach its init within {tcg_boot:g}s (last: {last}); "
-                            "booted it once more")
-                res = _qemu.run(spec, timeout=p["timeout"], boot_timeout=tcg_boot,
-                                track=ledger_tracker(p["ledger_dir"]))
+            res, accel, reason, boot_retried = _boot(module, p, spec, reason)
         except _qemu.QemuError as exc:
             module.fail_json(msg=str(exc))
-        result = dict(
-            changed=True,
-            rc=res.rc,
-            stdout=res.stdout,
-            stderr=res.stderr,
-            stdout_lines=res.stdout.splitlines(),
-            console_log=res.console_log,
-            accel=accel,
-            accel_reason=reason,
-            timed_out=res.timed_out,
-            duration_s=res.duration_s,
-            qemu_argv=res.argv,
-            qemu_rc=res.qemu_rc,
-            boot_retried=boot_retried,
-        )
-        if res.timed_out:
-            module.fail_json(msg=f"guest did not finish within {p['timeout']}s; killed. Console tail:\n"
-                             + _qemu.console_tail(res.console_log), **result)
-        if accel == "tcg" and killed_at_boot(res, tcg_boot):
-            module.fail_json(msg=f"the TCG guest did not reach its init within {tcg_boot:g}s"
-                             + (", twice" if boot_retried else "") + "; killed. Console tail:\n"
-                             + _qemu.console_tail(res.console_log), **result)
-        if res.rc is None:
-            module.fail_json(msg="guest exited without running the command to completion (no exit status). "
-                             "QEMU: " + res.qemu_output.strip()[-2000:] + "\nConsole tail:\n"
-                             + _qemu.console_tail(res.console_log), **result)
-        if res.rc != 0 and p["fail_on_rc"]:
-            module.fail_json(msg=f"command exited with status {res.rc} inside the guest", **result)
-        module.exit_json(**result)
+        _exit(module, p, res, accel, reason, boot_retried)
     except Exception as exc:  # noqa: BLE001 - one top-level handler, as the collection's modules do
         module.fail_json(msg=f"qemu_exec failed: {exc}", exception=traceback.format_exc())
-
 
 if __name__ == "__main__":
     main()

@@ -244,6 +244,11 @@ def _state(rundir: str) -> dict | None:
     return state if isinstance(state, dict) else None
 
 
+def _argv_sha256(argv: list[str]) -> str:
+    """The hash of a command line as /proc/PID/cmdline holds it (each argument NUL-terminated)."""
+    return hashlib.sha256(b"\0".join(os.fsencode(a) for a in argv) + b"\0").hexdigest()
+
+
 def _identity(state: dict | None, name: str) -> dict | None:
     """The QEMU's identity (pid, start time, boot id) when the state names one of ours for this guest:
     its recorded argv carries our marker (``-name xdplab-vmlab-NAME``) and hashes to the recorded
@@ -254,7 +259,7 @@ def _identity(state: dict | None, name: str) -> dict | None:
     marker = f"xdplab-vmlab-{name},process=xdplab-vmlab-{name}"
     if not isinstance(argv, list) or not all(isinstance(a, str) for a in argv) or marker not in argv:
         return None
-    if hashlib.sha256(b"\0".join(os.fsencode(a) for a in argv) + b"\0").hexdigest() != state.get("cmdline_sha256"):
+    if _argv_sha256(argv) != state.get("cmdline_sha256"):
         return None
     try:
         return _proc.check_identity({"pid": state.get("pid"), "start": state.get("start"),
@@ -383,35 +388,158 @@ def _fail_boot(module: AnsibleModule, p: dict, rundir: str, pid: int, entry: str
                      f"QEMU said: {qemu_out or '(nothing)'}\nConsole tail:\n{tail}", qemu_argv=argv)
 
 
+ARGUMENT_SPEC = dict(
+    name=dict(type="str", required=True),
+    state=dict(type="str", choices=["started", "stopped"], default="started"),
+    index=dict(type="int", default=0),
+    lab_id=dict(type="int", default=1),
+    kernel=dict(type="path"),
+    image=dict(type="path"),
+    rundir=dict(type="path", required=True),
+    ssh_port=dict(type="int"),
+    authorized_key=dict(type="str", default="", no_log=False),
+    memory=dict(type="int", default=768),
+    cpus=dict(type="int", default=2),
+    accel=dict(type="str", choices=["auto", "kvm", "tcg"], default="auto"),
+    netns=dict(type="str"),
+    nics=dict(type="list", elements="dict", default=[], options=dict(
+        model=dict(type="str", required=True),
+        name=dict(type="str", required=True),
+        link=dict(type="str", required=True),
+        queues=dict(type="int", default=1),
+    )),
+    append=dict(type="str", default=""),
+    boot=dict(type="str", choices=list(_vmlab.BOOTS), default="kernel"),
+    boot_timeout=dict(type="float", default=300),
+    ledger_dir=dict(type="path", default="/var/lib/xdplab/vmlab/ledger"),
+    wait=dict(type="bool", default=True),
+    kvm_grace=dict(type="float", default=5.0),
+)
+
+
+def _exit_running(module: AnsibleModule, p: dict, state: dict, console: str) -> None:
+    """The recorded QEMU still runs: wait for its sshd if asked, and report it unchanged."""
+    banner = _vmlab.ssh_banner(p["ssh_port"])
+    if p["wait"] and banner is None:
+        deadline = time.monotonic() + p["boot_timeout"] - (time.time() - state["started"])
+        status, banner = _vmlab.wait_ready(state["pid"], p["ssh_port"], deadline)
+        if status != "ready":
+            _fail_boot(module, p, p["rundir"], state["pid"], state["ledger_entry"], status, state["argv"])
+    module.exit_json(changed=False, pid=state["pid"], accel=state["accel"],
+                     boot_seconds=round(time.time() - state["started"], 1) if banner else None,
+                     ssh_banner=banner, taps=state["taps"], qemu_argv=state["argv"], console_log=console,
+                     drivers={n["name"]: _vmlab.NIC_MODELS.get(n["model"], {}).get("driver")
+                              for n in p["nics"]})
+
+
+def _checked_guest(module: AnsibleModule, p: dict) -> _vmlab.Guest:
+    """The guest asked for, checked against this QEMU's devices, its namespace and its SSH port."""
+    qemu = module.get_bin_path("qemu-system-x86_64", required=True)
+    guest = _vmlab.Guest(
+        name=p["name"], index=p["index"], lab_id=p["lab_id"], kernel=p["kernel"], image=p["image"],
+        rundir=p["rundir"], ssh_port=p["ssh_port"], memory_mb=p["memory"], cpus=p["cpus"], qemu=qemu,
+        append=p["append"], nics=[_vmlab.Nic(**n) for n in p["nics"]], boot=p["boot"],
+    )
+    rc, out, err = module.run_command([qemu, "-device", "help"])
+    if rc != 0:
+        module.fail_json(msg=f"guest {p['name']!r}: {qemu} -device help failed", rc=rc, stdout=out, stderr=err)
+    _vmlab.validate(guest, _vmlab.parse_device_names(out + err))
+    if guest.nics and not p["netns"]:
+        module.fail_json(msg=f"guest {p['name']!r}: test NICs need netns (the namespace their taps live in)")
+    if guest.nics and not os.path.exists(f"/run/netns/{p['netns']}"):
+        module.fail_json(msg=f"guest {p['name']!r}: namespace {p['netns']!r} does not exist")
+    if _vmlab.ssh_banner(p["ssh_port"], timeout=1.0) is not None:
+        module.fail_json(msg=f"guest {p['name']!r}: port 127.0.0.1:{p['ssh_port']} already answers SSH "
+                         "(another guest or host service): choose another vmlab ssh port")
+    return guest
+
+
+def _fill_rundir(module: AnsibleModule, p: dict, guest: _vmlab.Guest) -> None:
+    """A fresh run directory: the share the guest mounts and, for a disk boot, its own copy of the disk."""
+    rundir = p["rundir"]
+    if os.path.isdir(rundir):
+        shutil.rmtree(rundir)
+    os.makedirs(os.path.join(rundir, "share"), mode=0o700)
+    for fname, text in _vmlab.share_files(guest, p["authorized_key"]).items():
+        with open(os.path.join(rundir, "share", fname), "w", encoding="utf-8") as fh:
+            fh.write(text)
+    if guest.boot == "disk":
+        # The guest's own copy of the disk: it installs kernels and reboots on it; the image stays as built.
+        rc, out, err = module.run_command(["cp", "--sparse=always", "--reflink=auto", guest.image,
+                                           os.path.join(rundir, _vmlab.DISK_FILE)])
+        if rc != 0:
+            module.fail_json(msg=f"guest {p['name']!r}: cannot copy the disk image {guest.image}",
+                             rc=rc, stdout=out, stderr=err)
+
+
+def _launch_or_fall_back(p: dict, guest: _vmlab.Guest, launched: list, reason: str):
+    """Start QEMU; a KVM guest that exits at once is started again under TCG.
+    Returns (pid, ledger entry, argv, monotonic start, why this accelerator)."""
+    pid, entry, argv, started = _launch(p, guest, launched)
+    if guest.accel == "kvm" and p["accel"] == "auto":
+        # A KVM that passes the probe can still refuse a real guest (QEMU exits at once, e.g. "failed
+        # to set MSR" on a nested hypervisor): give it a moment, and fall back to TCG if it died.
+        end = time.monotonic() + p["kvm_grace"]
+        while time.monotonic() < end and _vmlab.alive(pid):
+            time.sleep(0.2)
+        if not _vmlab.alive(pid):
+            # Reap it: its leader can be a zombie while a vCPU thread still dumps core holding the tap
+            # fds; the taps can only be opened again once every thread has gone.
+            try:
+                os.waitpid(pid, 0)
+            except ChildProcessError:
+                pass
+            said = _tail(os.path.join(p["rundir"], "qemu.log"), 1) or "no output"
+            reason += f"; but the KVM guest exited at once ({said}): fell back to TCG"
+            _drop_entry(entry, p["ledger_dir"])
+            launched.clear()
+            guest.accel = "tcg"
+            pid, entry, argv, started = _launch(p, guest, launched)
+    return pid, entry, argv, started, reason
+
+
+def _write_state(guest: _vmlab.Guest, pid: int, entry: str, argv: list[str], started: float) -> dict:
+    """guest.json: what a later task needs to know this QEMU is ours (identity, argv hash), and its taps."""
+    ident = _proc.identity(pid) or {}
+    record = {"pid": pid, "start": ident.get("start"), "boot_id": ident.get("boot_id"),
+              "argv": argv, "started": time.time() - (time.monotonic() - started),
+              "accel": guest.accel, "ledger_entry": entry,
+              "cmdline_sha256": _argv_sha256(argv),
+              "taps": {nic.name: _vmlab.tap_name(guest, slot) for slot, nic in enumerate(guest.nics, start=1)}}
+    write_json_atomic(os.path.join(guest.rundir, "guest.json"), record, mode=0o600)
+    return record
+
+
+def _start(module: AnsibleModule, p: dict, console: str, launched: list) -> None:
+    """state=started: report a running guest, or boot a new one and wait for its sshd."""
+    state = _state(p["rundir"])
+    if _running(state, p["name"]):
+        _exit_running(module, p, state, console)
+    guest = _checked_guest(module, p)
+    if module.check_mode:
+        module.exit_json(changed=True, console_log=console)
+    if p["accel"] == "auto":
+        ok, reason = _qemu.probe_kvm(3.0)
+        guest.accel = "kvm" if ok else "tcg"
+    else:
+        guest.accel, reason = p["accel"], "requested"
+    _fill_rundir(module, p, guest)
+    pid, entry, argv, started, reason = _launch_or_fall_back(p, guest, launched, reason)
+    record = _write_state(guest, pid, entry, argv, started)
+    banner = None
+    if p["wait"]:
+        status, banner = _vmlab.wait_ready(pid, p["ssh_port"], started + p["boot_timeout"])
+        if status != "ready":
+            _fail_boot(module, p, p["rundir"], pid, entry, status, argv)
+    module.exit_json(changed=True, pid=pid, accel=guest.accel, accel_reason=reason,
+                     boot_seconds=round(time.monotonic() - started, 1) if banner else None, ssh_banner=banner,
+                     taps=record["taps"], qemu_argv=argv, console_log=console,
+                     drivers={nic.name: _vmlab.NIC_MODELS[nic.model]["driver"] for nic in guest.nics})
+
+
 def main() -> None:
     module = AnsibleModule(
-        argument_spec=dict(
-            name=dict(type="str", required=True),
-            state=dict(type="str", choices=["started", "stopped"], default="started"),
-            index=dict(type="int", default=0),
-            lab_id=dict(type="int", default=1),
-            kernel=dict(type="path"),
-            image=dict(type="path"),
-            rundir=dict(type="path", required=True),
-            ssh_port=dict(type="int"),
-            authorized_key=dict(type="str", default="", no_log=False),
-            memory=dict(type="int", default=768),
-            cpus=dict(type="int", default=2),
-            accel=dict(type="str", choices=["auto", "kvm", "tcg"], default="auto"),
-            netns=dict(type="str"),
-            nics=dict(type="list", elements="dict", default=[], options=dict(
-                model=dict(type="str", required=True),
-                name=dict(type="str", required=True),
-                link=dict(type="str", required=True),
-                queues=dict(type="int", default=1),
-            )),
-            append=dict(type="str", default=""),
-            boot=dict(type="str", choices=list(_vmlab.BOOTS), default="kernel"),
-            boot_timeout=dict(type="float", default=300),
-            ledger_dir=dict(type="path", default="/var/lib/xdplab/vmlab/ledger"),
-            wait=dict(type="bool", default=True),
-            kvm_grace=dict(type="float", default=5.0),
-        ),
+        argument_spec=ARGUMENT_SPEC,
         required_if=[("state", "started", ("image", "ssh_port"))],
         supports_check_mode=True,
     )
@@ -424,97 +552,7 @@ def main() -> None:
         _check_rundir(module, p["name"], rundir)
         if p["state"] == "stopped":
             module.exit_json(changed=_stop(module, rundir, p["ledger_dir"]), console_log=console)
-
-        state = _state(rundir)
-        if _running(state, p["name"]):
-            banner = _vmlab.ssh_banner(p["ssh_port"])
-            if p["wait"] and banner is None:
-                deadline = time.monotonic() + p["boot_timeout"] - (time.time() - state["started"])
-                status, banner = _vmlab.wait_ready(state["pid"], p["ssh_port"], deadline)
-                if status != "ready":
-                    _fail_boot(module, p, rundir, state["pid"], state["ledger_entry"], status, state["argv"])
-            module.exit_json(changed=False, pid=state["pid"], accel=state["accel"],
-                             boot_seconds=round(time.time() - state["started"], 1) if banner else None,
-                             ssh_banner=banner, taps=state["taps"], qemu_argv=state["argv"], console_log=console,
-                             drivers={n["name"]: _vmlab.NIC_MODELS.get(n["model"], {}).get("driver")
-                                      for n in p["nics"]})
-        qemu = module.get_bin_path("qemu-system-x86_64", required=True)
-        guest = _vmlab.Guest(
-            name=p["name"], index=p["index"], lab_id=p["lab_id"], kernel=p["kernel"], image=p["image"],
-            rundir=rundir, ssh_port=p["ssh_port"], memory_mb=p["memory"], cpus=p["cpus"], qemu=qemu,
-            append=p["append"], nics=[_vmlab.Nic(**n) for n in p["nics"]], boot=p["boot"],
-        )
-        rc, out, err = module.run_command([qemu, "-device", "help"])
-        if rc != 0:
-            module.fail_json(msg=f"guest {p['name']!r}: {qemu} -device help failed", rc=rc, stdout=out, stderr=err)
-        _vmlab.validate(guest, _vmlab.parse_device_names(out + err))
-        if guest.nics and not p["netns"]:
-            module.fail_json(msg=f"guest {p['name']!r}: test NICs need netns (the namespace their taps live in)")
-        if guest.nics and not os.path.exists(f"/run/netns/{p['netns']}"):
-            module.fail_json(msg=f"guest {p['name']!r}: namespace {p['netns']!r} does not exist")
-        if _vmlab.ssh_banner(p["ssh_port"], timeout=1.0) is not None:
-            module.fail_json(msg=f"guest {p['name']!r}: port 127.0.0.1:{p['ssh_port']} already answers SSH "
-                             "(another guest or host service): choose another vmlab ssh port")
-        if module.check_mode:
-            module.exit_json(changed=True, console_log=console)
-
-        if p["accel"] == "auto":
-            ok, reason = _qemu.probe_kvm(3.0)
-            guest.accel = "kvm" if ok else "tcg"
-        else:
-            guest.accel, reason = p["accel"], "requested"
-
-        if os.path.isdir(rundir):
-            shutil.rmtree(rundir)
-        os.makedirs(os.path.join(rundir, "share"), mode=0o700)
-        for fname, text in _vmlab.share_files(guest, p["authorized_key"]).items():
-            with open(os.path.join(rundir, "share", fname), "w", encoding="utf-8") as fh:
-                fh.write(text)
-        if guest.boot == "disk":
-            # The guest's own copy of the disk: it installs kernels and reboots on it; the image stays as built.
-            rc, out, err = module.run_command(["cp", "--sparse=always", "--reflink=auto", guest.image,
-                                               os.path.join(rundir, _vmlab.DISK_FILE)])
-            if rc != 0:
-                module.fail_json(msg=f"guest {p['name']!r}: cannot copy the disk image {guest.image}",
-                                 rc=rc, stdout=out, stderr=err)
-
-        pid, entry, argv, started = _launch(p, guest, launched)
-        if guest.accel == "kvm" and p["accel"] == "auto":
-            # A KVM that passes the probe can still refuse a real guest (QEMU exits at once, e.g. "failed
-            # to set MSR" on a nested hypervisor): give it a moment, and fall back to TCG if it died.
-            end = time.monotonic() + p["kvm_grace"]
-            while time.monotonic() < end and _vmlab.alive(pid):
-                time.sleep(0.2)
-            if not _vmlab.alive(pid):
-                # Reap it: its leader can be a zombie while a vCPU thread still dumps core holding the tap
-                # fds; the taps can only be opened again once every thread has gone.
-                try:
-                    os.waitpid(pid, 0)
-                except ChildProcessError:
-                    pass
-                said = _tail(os.path.join(rundir, "qemu.log"), 1) or "no output"
-                reason += f"; but the KVM guest exited at once ({said}): fell back to TCG"
-                _drop_entry(entry, p["ledger_dir"])
-                launched.clear()
-                guest.accel = "tcg"
-                pid, entry, argv, started = _launch(p, guest, launched)
-        ident = _proc.identity(pid) or {}
-        record = {"pid": pid, "start": ident.get("start"), "boot_id": ident.get("boot_id"),
-                  "argv": argv, "started": time.time() - (time.monotonic() - started),
-                  "accel": guest.accel, "ledger_entry": entry,
-                  "cmdline_sha256": hashlib.sha256(b"\0".join(os.fsencode(a) for a in argv) + b"\0").hexdigest(),
-                  "taps": {nic.name: _vmlab.tap_name(guest, slot) for slot, nic in enumerate(guest.nics, start=1)}}
-        write_json_atomic(os.path.join(rundir, "guest.json"), record, mode=0o600)
-
-        banner = None
-        if p["wait"]:
-            status, banner = _vmlab.wait_ready(pid, p["ssh_port"], started + p["boot_timeout"])
-            if status != "ready":
-                _fail_boot(module, p, rundir, pid, entry, status, argv)
-        module.exit_json(changed=True, pid=pid, accel=guest.accel, accel_reason=reason,
-                         boot_seconds=round(time.monotonic() - started, 1) if banner else None, ssh_banner=banner,
-                         taps=record["taps"], qemu_argv=argv, console_log=console,
-                         drivers={nic.name: _vmlab.NIC_MODELS[nic.model]["driver"] for nic in guest.nics})
+        _start(module, p, console, launched)
     except _vmlab.VmlabError as exc:
         module.fail_json(msg=str(exc))
     except (_ledger.LedgerError, _proc.ProcessIdentityError) as exc:
@@ -524,7 +562,6 @@ def main() -> None:
             _kill(pid, grace=1.0)
             _drop_entry(entry, p["ledger_dir"])
         module.fail_json(msg=f"vmlab_guest {p['name']!r} failed: {exc}", exception=traceback.format_exc())
-
 
 if __name__ == "__main__":
     main()

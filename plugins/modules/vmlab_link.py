@@ -121,32 +121,55 @@ def _prepare(module: AnsibleModule, tc: str, netns: str, tap: str) -> list[list[
     return [[tc, "-n", netns, "filter", "del", "dev", tap, "ingress", "pref", str(PREF), "u32"]] if at_pref else []
 
 
+ARGUMENT_SPEC = dict(
+    netns=dict(type="str", required=True),
+    lab_id=dict(type="int", default=1),
+    guests=dict(type="list", elements="dict", required=True),
+    ledger_dir=dict(type="path", default=_ledger.DEFAULT_DIR),
+    run_id=dict(type="str"),
+)
+
+
+def _guests(module: AnsibleModule, p: dict) -> list[_vmlab.Guest]:
+    """The guests as the tap names need them (name, index, NICs); a bad entry fails naming it."""
+    guests = []
+    for g in p["guests"]:
+        try:
+            nics = [_vmlab.Nic(model=n["model"], name=n["name"], link=n["link"], queues=int(n.get("queues", 1)))
+                    for n in g.get("nics", [])]
+            guests.append(_vmlab.Guest(name=g["name"], index=int(g["index"]), kernel="", image="", rundir="",
+                                       ssh_port=0, lab_id=p["lab_id"], nics=nics))
+        except (KeyError, TypeError, ValueError) as exc:
+            module.fail_json(msg=f"guest {g.get('name', g)!r}: bad NIC or guest entry ({exc!r})")
+    return guests
+
+
+def _join(module: AnsibleModule, ip: str, tc: str, netns: str, tap: str, peer: str) -> None:
+    """Redirect everything tap receives to peer (tc mirred), the tap's old filters recorded first."""
+    stale = _prepare(module, tc, netns, tap)  # recorded before acting
+    steps = [
+        [ip, "-n", netns, "link", "set", "dev", tap, "up"],
+        [tc, "-n", netns, "qdisc", "replace", "dev", tap, "clsact"],
+        *stale,
+        [tc, "-n", netns, "filter", "add", "dev", tap, "ingress", "protocol", "all", "prio",
+         str(PREF), "u32", "match", "u32", "0", "0", "action", "mirred", "egress", "redirect", "dev", peer],
+    ]
+    for argv in steps:
+        rc, out, err = _command.run(module, argv, ok=None)
+        if rc != 0 or err.strip():
+            module.fail_json(msg=f"joining {tap} to {peer} in {netns} failed: {' '.join(argv)}",
+                             rc=rc, stdout=out, stderr=err)
+
+
 def main() -> None:
-    module = AnsibleModule(
-        argument_spec=dict(
-            netns=dict(type="str", required=True),
-            lab_id=dict(type="int", default=1),
-            guests=dict(type="list", elements="dict", required=True),
-            ledger_dir=dict(type="path", default=_ledger.DEFAULT_DIR),
-            run_id=dict(type="str"),
-        ),
-        supports_check_mode=True,
-    )
+    module = AnsibleModule(argument_spec=ARGUMENT_SPEC, supports_check_mode=True)
     p = module.params
     try:
         _validate.netns_name(p["netns"], "vmlab_link netns")
     except _validate.ValidationError as exc:
         module.fail_json(msg=str(exc))
     try:
-        guests = []
-        for g in p["guests"]:
-            try:
-                nics = [_vmlab.Nic(model=n["model"], name=n["name"], link=n["link"], queues=int(n.get("queues", 1)))
-                        for n in g.get("nics", [])]
-                guests.append(_vmlab.Guest(name=g["name"], index=int(g["index"]), kernel="", image="", rundir="",
-                                           ssh_port=0, lab_id=p["lab_id"], nics=nics))
-            except (KeyError, TypeError, ValueError) as exc:
-                module.fail_json(msg=f"guest {g.get('name', g)!r}: bad NIC or guest entry ({exc!r})")
+        guests = _guests(module, p)
         pairs = _vmlab.link_pairs(guests)
         owner = {_vmlab.tap_name(g, slot): f"guest {g.name!r} NIC {nic.name}"
                  for g in guests for slot, nic in enumerate(g.nics, start=1)}
@@ -163,28 +186,13 @@ def main() -> None:
                 if _wired(module, tc, p["netns"], tap, peer):
                     continue
                 changed = True
-                if module.check_mode:
-                    continue
-                stale = _prepare(module, tc, p["netns"], tap)  # recorded before acting
-                steps = [
-                    [ip, "-n", p["netns"], "link", "set", "dev", tap, "up"],
-                    [tc, "-n", p["netns"], "qdisc", "replace", "dev", tap, "clsact"],
-                    *stale,
-                    [tc, "-n", p["netns"], "filter", "add", "dev", tap, "ingress", "protocol", "all", "prio",
-                     str(PREF), "u32", "match", "u32", "0", "0", "action", "mirred", "egress", "redirect", "dev",
-                     peer],
-                ]
-                for argv in steps:
-                    rc, out, err = _command.run(module, argv, ok=None)
-                    if rc != 0 or err.strip():
-                        module.fail_json(msg=f"joining {tap} to {peer} in {p['netns']} failed: {' '.join(argv)}",
-                                         rc=rc, stdout=out, stderr=err)
+                if not module.check_mode:
+                    _join(module, ip, tc, p["netns"], tap, peer)
         module.exit_json(changed=changed, pairs=[list(pair) for pair in pairs])
     except (_vmlab.VmlabError, _ledger.LedgerError) as exc:
         module.fail_json(msg=str(exc))
     except Exception as exc:  # noqa: BLE001 - one top-level handler, as the collection's modules do
         module.fail_json(msg=f"vmlab_link failed: {exc}", exception=traceback.format_exc())
-
 
 if __name__ == "__main__":
     main()

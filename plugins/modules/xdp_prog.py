@@ -467,7 +467,7 @@ def main() -> None:
             "section": {"type": "str"},
             "mode": {"type": "str", "default": "native", "choices": ["native", "generic", "offload"]},
             "state": {"type": "str", "default": "attached", "choices": ["attached", "detached"]},
-            "ledger_dir": {"type": "path", "default": "/var/lib/xdplab/ledger"},
+            "ledger_dir": {"type": "path", "default": _ledger.DEFAULT_DIR},
             "pin_dir": {"type": "path", "default": "/sys/fs/bpf/xdplab"},
             "only_ours": {"type": "bool", "default": False},
             "run_id": {"type": "str"},

@@ -14,8 +14,11 @@ import itertools
 import pytest
 from ansible_collections.xdplab.testbed.plugins.module_utils.testbed._topology import (
     Action,
+    End,
+    Link,
     TopologyError,
     found_undo,
+    keep_foreign,
     normalize,
     plan,
     view_desired,
@@ -517,3 +520,26 @@ def test_sysctl_of_a_vlan_interface_maps_to_its_own_directory(key):
     for bad in ("net/ipv4/conf/../x", "net..x", "net.ipv4.conf.eth0 1.x", "", "/net/x", "net.x."):
         with pytest.raises(_validate.ValidationError, match="is not a sysctl name"):
             _validate.sysctl_path(bad)
+
+
+def _veth(a_ns, a_if, b_ns, b_if):
+    link = Link(name="l", a=End(a_ns, a_if, None, None), b=End(b_ns, b_if, None, None), mtu=None, queues=None,
+                gro=None)
+    return Action("delete_veth", a_ns, a_if, link=link)
+
+
+def test_keep_foreign_deletes_only_what_a_run_of_ours_made():
+    actions = [_veth("ours", "veth0", "theirs", "veth0"),       # an end in a namespace of ours
+               _veth("theirs", "made0", "other", "x0"),          # recorded as created in theirs
+               _veth("theirs", "was0", "other", "y0"),           # there before: kept
+               Action("delete_netns", "ours"), Action("delete_netns", "theirs")]
+    recorded = {"ours": {}, "theirs": {"found": True, "undo_found": {"links_created": ["made0"]}}}
+    left, kept = keep_foreign(actions, recorded, {"ours"})
+    assert [a.describe() for a in left] == ["delete_veth ours/veth0", "delete_veth theirs/made0",
+                                            "delete_netns ours"]
+    assert kept == ["theirs", "theirs/was0"]
+
+
+def test_keep_foreign_with_everything_ours_keeps_nothing():
+    actions = [_veth("a", "v0", "b", "v0"), Action("delete_netns", "a"), Action("delete_netns", "b")]
+    assert keep_foreign(actions, {}, {"a", "b"}) == (actions, [])

@@ -347,8 +347,13 @@ def test_html_is_one_page_with_the_changes_and_the_plot(stepped):
 
 
 def test_render_refuses_an_unknown_format(stepped, tmp_path):
-    with pytest.raises(ValueError, match="format must be one of png, text, markdown, csv, html, got 'pdf'"):
+    with pytest.raises(ValueError, match="format must be one of text, markdown, csv, png, html, got 'pdf'"):
         _render_trend.render(_trend.build([str(stepped)]), "pdf", str(tmp_path / "x"))
+
+
+def test_the_trend_renders_every_report_format():
+    # One list of formats (_report.FORMATS): the trend renders each of them, and no other.
+    assert set(_render_trend.TEXT_RENDERERS) | {"png"} == set(_report.FORMATS)
 
 
 # ------------------------------------------------------------------ module

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ansible_collections.xdplab.testbed.plugins.module_utils.common._testbed_facts import DEFAULT_PKT_SIZE
 from ansible_collections.xdplab.testbed.plugins.module_utils.results._sweep import point_key
 
 __all__ = ["AB_SCENARIOS", "boot_guest_plan"]
@@ -21,11 +22,11 @@ __all__ = ["AB_SCENARIOS", "boot_guest_plan"]
 # construction: nothing else runs in the guest).
 AB_SCENARIOS: dict[str, dict[str, Any]] = {
     "pktgen_xmit": {
-        "pktgen": {"burst": 1, "clone_skb": 0, "pkt_size": 64},
+        "pktgen": {"burst": 1, "clone_skb": 0, "pkt_size": DEFAULT_PKT_SIZE},
         "measures": "one fresh skb built and transmitted per packet (pktgen_xmit, fill_packet, the driver's xmit)",
     },
     "pktgen_burst": {
-        "pktgen": {"burst": 32, "clone_skb": 64, "pkt_size": 64},
+        "pktgen": {"burst": 32, "clone_skb": 64, "pkt_size": DEFAULT_PKT_SIZE},
         "measures": "bursts of 32 with xmit_more and a clone reused 64 times (the xmit_more path)",
     },
 }

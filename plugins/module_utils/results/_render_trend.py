@@ -30,6 +30,7 @@ from ansible_collections.xdplab.testbed.plugins.module_utils.results._render_png
 )
 from ansible_collections.xdplab.testbed.plugins.module_utils.results._report import (
     FOOTER,
+    FORMATS,
     _csv2,
     _csv_ci,
     ci_text,
@@ -292,9 +293,15 @@ def render(report: dict, fmt: str, path: str) -> None:
         with open(path, "wb") as fh:
             fh.write(png_bytes(report))
         return
-    renderers = {"text": render_text, "markdown": lambda r: render_text(r, markdown=True), "csv": render_csv,
-                 "html": render_html}
-    if fmt not in renderers:
-        raise ValueError(f"format must be one of png, {', '.join(renderers)}, got {fmt!r}")
+    if fmt not in TEXT_RENDERERS:
+        raise ValueError(f"format must be one of {', '.join(FORMATS)}, got {fmt!r}")
     with open(path, "w", encoding="utf-8") as fh:
-        fh.write(renderers[fmt](report))
+        fh.write(TEXT_RENDERERS[fmt](report))
+
+
+def _render_markdown(report: dict) -> str:
+    return render_text(report, markdown=True)
+
+
+# Every format of _report.FORMATS but png (bytes, written above), by name.
+TEXT_RENDERERS = {"text": render_text, "markdown": _render_markdown, "csv": render_csv, "html": render_html}

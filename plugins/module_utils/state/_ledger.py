@@ -39,9 +39,10 @@ from ansible_collections.xdplab.testbed.plugins.module_utils.common._atomic_file
 from ansible_collections.xdplab.testbed.plugins.module_utils.common._atomic_files import (
     check_private_dir as _private_dir,
 )
+from ansible_collections.xdplab.testbed.plugins.module_utils.common._testbed_facts import LEDGER_DIR
 from ansible_collections.xdplab.testbed.plugins.module_utils.state import _kinds
 
-DEFAULT_DIR = "/var/lib/xdplab/ledger"
+DEFAULT_DIR = LEDGER_DIR
 DEFAULT_LOCK = "/run/xdplab/run.lock"
 # The kinds, what each key and each entry's undo fields hold, and how each is undone: one row per kind.
 KINDS = _kinds.KINDS

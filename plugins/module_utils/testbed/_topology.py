@@ -414,6 +414,25 @@ def found_undo(action: Action, live: dict[str, Any], saved: dict[str, Any]) -> d
     return out
 
 
+def keep_foreign(actions: list[Action], recorded: dict[str, dict], ours: set[str]) -> tuple[list[Action], list[str]]:
+    """state=absent with a ledger: only what a run of ours made is deleted.
+
+    ``recorded`` maps a namespace to its ledger entry, ``ours`` names the namespaces a run of ours
+    created. A namespace not ours is kept; a veth is deleted only when one of its ends is in a namespace
+    of ours or its entry says it was created there (``undo_found.links_created``). Returns (the actions
+    left, what was kept: ``netns`` or ``netns/ifname``)."""
+    kept = sorted({a.netns for a in actions if a.op == "delete_netns" and a.netns not in ours})
+    actions = [a for a in actions if not (a.op == "delete_netns" and a.netns in kept)]
+
+    def made_by_us(a: Action) -> bool:
+        ends = a.link.ends if a.link is not None else ()
+        made = {e.netns: ((recorded.get(e.netns) or {}).get("undo_found") or {}).get("links_created", ())
+                for e in ends}
+        return any(e.netns in ours or e.ifname in made[e.netns] for e in ends)
+    kept += sorted(f"{a.netns}/{a.ifname}" for a in actions if a.op == "delete_veth" and not made_by_us(a))
+    return [a for a in actions if a.op != "delete_veth" or made_by_us(a)], kept
+
+
 def plan(topo: Topology, live: dict[str, Any], state: str = "present") -> list[Action]:
     """Actions, in execution order, that bring ``live`` to ``topo`` (present) or remove it (absent)."""
     if state == "present":

@@ -21,9 +21,16 @@ import re
 import shlex
 from typing import Any
 
-from ansible_collections.xdplab.testbed.plugins.module_utils.traffic._xdpgen_trafgen_argv import (
+from ansible_collections.xdplab.testbed.plugins.module_utils.common._testbed_facts import (
+    DEFAULT_PKT_SIZE,
+    DUT_ADDRESS,
     ETH_IP_UDP_LEN,
+    GEN_ADDRESS,
+    JUMBO_MAX_PKT_SIZE,
     MIN_PKT_SIZE,
+    SOCKET_MAX_PKT_SIZE,
+)
+from ansible_collections.xdplab.testbed.plugins.module_utils.traffic._xdpgen_trafgen_argv import (
     GeneratorParamError,
     _int,
     _ipv4,
@@ -40,7 +47,7 @@ SERVER_TOOLS = ("xsksink", "udpsink", "sockperf", "iperf3")
 XSK_FRAME = 4096
 XSK_MD_LEN = 24                 # struct xsk_tx_metadata
 XSK_MAX_BATCH = 2048
-UDP_MAX_PKT_SIZE = 9000 + 14    # udpgen payload buffer 9000 bytes
+UDP_MAX_PKT_SIZE = JUMBO_MAX_PKT_SIZE   # udpgen payload buffer 9000 bytes
 XSK_MODES = ("auto", "copy", "zerocopy")
 TX_METADATA = ("off", "fill", "request")
 SOCKPERF_MODES = ("tp", "pp")
@@ -138,12 +145,13 @@ def xskgen_argv(params: dict) -> list[str]:
 
 def udpgen_argv(params: dict) -> list[str]:
     p = _check_keys("udpgen", params, _KEYS["udpgen"])
-    argv = ["udpgen", "--size", str(_int("pkt_size", p.get("pkt_size", 64), MIN_PKT_SIZE, UDP_MAX_PKT_SIZE))]
+    size = _int("pkt_size", p.get("pkt_size", DEFAULT_PKT_SIZE), MIN_PKT_SIZE, UDP_MAX_PKT_SIZE)
+    argv = ["udpgen", "--size", str(size)]
     argv += _duration_or_count(p, "udpgen")
     if "batch" in p:
         argv += ["--batch", str(_int("batch", p["batch"], 1, 1024))]
-    argv += ["--src-ip", _ipv4("src_ip", p.get("src_ip", "198.18.0.1")),
-             "--dst-ip", _ipv4("dst_ip", p.get("dst_ip", "198.18.0.2"))]
+    argv += ["--src-ip", _ipv4("src_ip", p.get("src_ip", GEN_ADDRESS)),
+             "--dst-ip", _ipv4("dst_ip", p.get("dst_ip", DUT_ADDRESS))]
     sport = _int("sport", p.get("sport", 9), 1, 65535)
     flows = _int("flows", p.get("flows", 1), 1, 1024)
     if sport + flows - 1 > 65535:
@@ -158,11 +166,11 @@ def sockperf_argv(params: dict) -> list[str]:
     """sockperf client: tp (throughput, pps = messages sent/s) or pp (ping-pong, replies/s + latency)."""
     p = _check_keys("sockperf", params, _KEYS["sockperf"])
     mode = _choice("mode", p.get("mode", "tp"), SOCKPERF_MODES)
-    size = _int("pkt_size", p.get("pkt_size", 64), MIN_PKT_SIZE, 65507 + ETH_IP_UDP_LEN)
+    size = _int("pkt_size", p.get("pkt_size", DEFAULT_PKT_SIZE), MIN_PKT_SIZE, SOCKET_MAX_PKT_SIZE)
     secs = _seconds("duration", p.get("duration", 5))
     if secs < 1 or not float(secs).is_integer():
         raise GeneratorParamError(f"duration must be whole seconds >= 1 for sockperf, got {p.get('duration')!r}")
-    argv = ["sockperf", mode, "-i", _ipv4("dst_ip", p.get("dst_ip", "198.18.0.2")),
+    argv = ["sockperf", mode, "-i", _ipv4("dst_ip", p.get("dst_ip", DUT_ADDRESS)),
             "-p", str(_int("dport", p.get("dport", 11111), 1, 65535)),
             "-m", str(size - ETH_IP_UDP_LEN), "-t", str(int(secs))]
     if "mps" in p:
@@ -176,12 +184,12 @@ def sockperf_argv(params: dict) -> list[str]:
 def iperf3_argv(params: dict) -> list[str]:
     """iperf3 UDP client, JSON output; pkt_size is the frame the datagram becomes."""
     p = _check_keys("iperf3", params, _KEYS["iperf3"])
-    size = _int("pkt_size", p.get("pkt_size", 64), MIN_PKT_SIZE, 65507 + ETH_IP_UDP_LEN)
+    size = _int("pkt_size", p.get("pkt_size", DEFAULT_PKT_SIZE), MIN_PKT_SIZE, SOCKET_MAX_PKT_SIZE)
     secs = _seconds("duration", p.get("duration", 5))
     bitrate = str(p.get("bitrate", "0"))
     if not re.fullmatch(r"\d+(?:\.\d+)?[KMG]?", bitrate):
         raise GeneratorParamError(f"bitrate must be like 0 (unlimited), 500M or 1G, got {p.get('bitrate')!r}")
-    argv = ["iperf3", "--client", _ipv4("dst_ip", p.get("dst_ip", "198.18.0.2")),
+    argv = ["iperf3", "--client", _ipv4("dst_ip", p.get("dst_ip", DUT_ADDRESS)),
             "--port", str(_int("dport", p.get("dport", 5201), 1, 65535)), "--udp",
             "--bitrate", bitrate, "--length", str(size - ETH_IP_UDP_LEN), "--time", _fmt(secs), "--json"]
     if "src_ip" in p:
@@ -201,7 +209,7 @@ def testpmd_argv(params: dict) -> list[str]:
     """
     p = _check_keys("testpmd", params, _KEYS["testpmd"])
     iface = normalize_params({"interface": p.get("interface")})["interface"]
-    size = _int("pkt_size", p.get("pkt_size", 64), MIN_PKT_SIZE, 9014)
+    size = _int("pkt_size", p.get("pkt_size", DEFAULT_PKT_SIZE), MIN_PKT_SIZE, JUMBO_MAX_PKT_SIZE)
     _seconds("duration", p.get("duration", 5))
     cores = _int("cores", p.get("cores", 2), 2, 128)
     extra = p.get("eal_args", [])
@@ -217,8 +225,8 @@ def testpmd_argv(params: dict) -> list[str]:
     if "dst_mac" in p:
         argv.append(f"--eth-peer=0,{_mac('dst_mac', p['dst_mac'])}")
     if "src_ip" in p or "dst_ip" in p:
-        argv.append(f"--tx-ip={_ipv4('src_ip', p.get('src_ip', '198.18.0.1'))},"
-                    f"{_ipv4('dst_ip', p.get('dst_ip', '198.18.0.2'))}")
+        argv.append(f"--tx-ip={_ipv4('src_ip', p.get('src_ip', GEN_ADDRESS))},"
+                    f"{_ipv4('dst_ip', p.get('dst_ip', DUT_ADDRESS))}")
     return argv
 
 

@@ -21,6 +21,15 @@ import re
 from typing import Any
 
 from ansible_collections.xdplab.testbed.plugins.module_utils.common import _validate
+from ansible_collections.xdplab.testbed.plugins.module_utils.common._testbed_facts import (
+    DEFAULT_PKT_SIZE,
+    DUT_ADDRESS,
+    ETH_IP_UDP_LEN,
+    GEN_ADDRESS,
+    JUMBO_MAX_PKT_SIZE,
+    MIN_PKT_SIZE,
+    XDPGEN_MAX_PKT_SIZE,
+)
 
 __all__ = [
     "GeneratorParamError",
@@ -37,10 +46,8 @@ PARAM_KEYS = (
 )
 
 # Frame sizes count the Ethernet header and payload, not the 4-byte FCS.
-ETH_IP_UDP_LEN = 14 + 20 + 8
-MIN_PKT_SIZE = 60
-XDPGEN_MAX_PKT_SIZE = 3408   # BPF_PROG_RUN live frames: one page minus page header, headroom, tailroom
-TRAFGEN_MAX_PKT_SIZE = 9014  # MTU 9000 + Ethernet header
+# The sizes, bounds and test addresses are the table's (common/_testbed_facts.py).
+TRAFGEN_MAX_PKT_SIZE = JUMBO_MAX_PKT_SIZE
 TRAFGEN_JUMBO_ABOVE = 2048   # trafgen needs --jumbo-support for larger frames
 XDPGEN_MAX_BATCH = 1 << 24
 MAX_THREADS = 256
@@ -49,9 +56,9 @@ MAX_RATE = 1e9  # packets/s: xdpgen's own limit of --rate
 
 DEFAULT_DURATION = 5.0
 DEFAULTS: dict[str, Any] = {
-    "pkt_size": 64, "threads": 1, "cpu": 0, "batch": None, "count": None, "duration": None,
+    "pkt_size": DEFAULT_PKT_SIZE, "threads": 1, "cpu": 0, "batch": None, "count": None, "duration": None,
     "dst_mac": "ff:ff:ff:ff:ff:ff", "src_mac": None,
-    "src_ip": "198.18.0.1", "dst_ip": "198.18.0.2", "sport": 9, "dport": 9, "flows": 1,
+    "src_ip": GEN_ADDRESS, "dst_ip": DUT_ADDRESS, "sport": 9, "dport": 9, "flows": 1,
     "rate": None, "interval": None,
 }
 

@@ -29,6 +29,7 @@ from ansible_collections.xdplab.testbed.plugins.module_utils.common._atomic_file
     PrivateDirError,
     check_private_dir,
 )
+from ansible_collections.xdplab.testbed.plugins.module_utils.common._testbed_facts import TUNING_DIR
 from ansible_collections.xdplab.testbed.plugins.module_utils.tuning._nic_knobs import (
     BOOL_KEYS,
     FEATURE_ALIASES,
@@ -38,7 +39,7 @@ from ansible_collections.xdplab.testbed.plugins.module_utils.tuning._nic_knobs i
 )
 
 SNAPSHOT_SCHEMA = "xdplab.tuning-snapshot/v1"
-DEFAULT_STATE_DIR = "/var/lib/xdplab/tuning"
+DEFAULT_STATE_DIR = TUNING_DIR
 
 ON_UNSUPPORTED = ("fail", "warn", "skip")
 

@@ -13,7 +13,7 @@ description:
   - One value per boot (its records' CPU time over their packets), the mean over boots per kernel and the
     prefix's minus the base's (docs/bisect.md). The CPU time is the DUT's CPU accounting
     (C(summary.dut_cost.ns_per_packet)) or pktgen's own (each device's C(usec_cpu) over its C(packets)).
-  - V(None) when a record of either kernel carries neither: a cost is never guessed.
+  - V(None) when a record of either kernel carries neither; a cost is never guessed.
 options:
   _input:
     description: The step's records (parsed result files of its C(boot-*) directories).

@@ -323,5 +323,6 @@ def main() -> None:
         module.warn(f"report includes records of incomplete runs: {report['incomplete']}")
     module.exit_json(**result)
 
+
 if __name__ == "__main__":
     main()

@@ -213,5 +213,6 @@ def main() -> None:
     module.exit_json(changed=changed, before=before, after=after,
                      diff={"before": json.dumps(before) + "\n", "after": json.dumps(after) + "\n"})
 
+
 if __name__ == "__main__":
     main()

@@ -316,5 +316,6 @@ def main() -> None:
         if scratch:
             shutil.rmtree(scratch, ignore_errors=True)
 
+
 if __name__ == "__main__":
     main()

@@ -274,5 +274,6 @@ def main() -> None:
     module.exit_json(changed=changed, entries=current, removed=removed, kept=kept,
                      set_aside=set_aside_list, **result)
 
+
 if __name__ == "__main__":
     main()

@@ -613,5 +613,6 @@ def main() -> None:
     except Exception as exc:
         _fail_rolled_back(module, kernel, undo, at[0], exc)
 
+
 if __name__ == "__main__":
     main()

@@ -427,5 +427,6 @@ def main() -> None:
     except Exception as exc:  # noqa: BLE001 - one top-level handler, as the collection's modules do
         module.fail_json(msg=f"qemu_exec failed: {exc}", exception=traceback.format_exc())
 
+
 if __name__ == "__main__":
     main()

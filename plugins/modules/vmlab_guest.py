@@ -563,5 +563,6 @@ def main() -> None:
             _drop_entry(entry, p["ledger_dir"])
         module.fail_json(msg=f"vmlab_guest {p['name']!r} failed: {exc}", exception=traceback.format_exc())
 
+
 if __name__ == "__main__":
     main()

@@ -194,5 +194,6 @@ def main() -> None:
     except Exception as exc:  # noqa: BLE001 - one top-level handler, as the collection's modules do
         module.fail_json(msg=f"vmlab_link failed: {exc}", exception=traceback.format_exc())
 
+
 if __name__ == "__main__":
     main()

@@ -264,8 +264,8 @@ def test_without_the_adjustment_the_error_exceeds_alpha():
 
 def test_a_step_of_another_series_is_refused_on_resume():
     ids = ["a" * 40, "b" * 40, "c" * 40]
-    steps = [{"prefix": 3, "decision": "moved", "patch_ids": ids}, {"prefix": 2, "decision": "not_moved",
-                                                                   "patch_ids": ids[:2]}]
+    steps = [{"prefix": 3, "decision": "moved", "patch_ids": ids},
+             {"prefix": 2, "decision": "not_moved", "patch_ids": ids[:2]}]
     assert _bisect.next_step(3, steps, patch_ids=ids)["result"]["first"] == 3
     other = ids[:1] + ["d" * 40, ids[2]]
     with pytest.raises(_bisect.BisectError, match=r"prefix 1-3 was measured on patches \['aaaaaaaaaaaa', 'bbbbbbbbbbbb'"

@@ -216,5 +216,3 @@ def test_the_kernel_builds_share_two_sources_and_one_config():
     fragments = [kernel["kernel_config_fragments"], vmlab["vmlab_kernel_fragments"],
                  molecule["kernel_config_fragments"]]
     assert all(f == fragments[0] for f in fragments), fragments
-
-

@@ -58,6 +58,17 @@ def test_ansible_doc_renders_every_module():
     assert proc.returncode == 0 and "ERROR" not in proc.stderr, proc.stderr[-2000:]
 
 
+@pytest.mark.parametrize("kind", ["filter", "connection"])
+def test_ansible_doc_renders_every_plugin_of_a_kind(kind):
+    """As the modules, in text: a description item written "a: b" is a YAML mapping that parses, then
+    fails the rendering (ansible-test's ansible-doc test found one in a filter)."""
+    names = [f"xdplab.testbed.{p.stem}" for p in PLUGINS if p.parent.name == kind]
+    assert names, kind
+    proc = subprocess.run([str(Path(sys.executable).parent / "ansible-doc"), "-t", kind, *names],
+                          capture_output=True, text=True, cwd=ROOT, check=False)
+    assert proc.returncode == 0 and "ERROR" not in proc.stderr, proc.stderr[-2000:]
+
+
 MODULES = [p for p in PLUGINS if p.parent.name == "modules"]
 FRAGMENT = ROOT / "plugins" / "doc_fragments" / "attributes.py"
 

@@ -306,7 +306,7 @@ def record_cpu(record: dict) -> tuple[float, float, str] | None:
             return None
         cpu_us += us
         packets += n
-    if not devices or not packets > 0 or not math.isfinite(cpu_us + packets):
+    if not devices or packets <= 0 or not math.isfinite(cpu_us + packets):
         return None
     return cpu_us * 1e3, packets, "pktgen"
 

@@ -267,7 +267,7 @@ def test_replace_program_and_switch_mode(objs, ns):
 def test_check_mode_reports_but_attaches_nothing(objs, ns):
     before = leftovers()
     res = ns.xdp_prog(check=True, diff=True, interface="h1b", object=str(objs / "xdp_drop.o"))
-    assert res["changed"] is True
+    assert res.get("changed") is True, res  # a failed run says why (it failed once in a full CI run)
     assert res["tag"] and res["prog_id"] is None
     assert res["diff"]["before"] == {"attached": False}
     assert res["diff"]["after"]["name"] == "xdp_drop"

@@ -5,8 +5,10 @@ Each test cleans up after itself; this checks the sum at the end of the session:
 host's ledger (a test that forgets `ledger_dir` writes there), no namespace, no /run/xdplab or
 /var/lib/xdplab/ledger file that was not there before.
 
-The tests run one at a time (`make integration`): several share the host's run lock, ledger and
-/run/xdplab, so the listing before the session and the one after compare like with like. The lab in a
+`make integration` runs the files in two pytest-xdist workers, a file to a worker (`--dist loadfile`):
+tests that take the host's run lock wait for it (`xdplab_lock_wait`), the others name what they create
+uniquely. The listing is taken by the controller, before any worker starts and after all have ended, so
+the two compare like with like. The lab in a
 box (inventories/vmlab), which may run beside them, is not theirs: its namespace and run
 directory come and go with it, and molecule/vmlab's destroy checks that nothing of it is left.
 """
@@ -40,11 +42,19 @@ def _listing() -> set[str]:
     return {path for path in found if not any(path == top or path.startswith(top + "/") for top in lab)}
 
 
+def _is_worker(config: pytest.Config) -> bool:
+    """A pytest-xdist worker: its session is a slice of the whole, so the controller checks."""
+    return hasattr(config, "workerinput")
+
+
 def pytest_sessionstart(session: pytest.Session) -> None:
-    session.config.stash[LISTING] = _listing()
+    if not _is_worker(session.config):
+        session.config.stash[LISTING] = _listing()
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    if _is_worker(session.config):
+        return
     left = sorted(_listing() - session.config.stash[LISTING])
     if left:
         reporter = session.config.pluginmanager.get_plugin("terminalreporter")

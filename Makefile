@@ -125,7 +125,7 @@ unit:
 	$(BIN)/pytest -q tests/unit
 
 integration:
-	XDPLAB_GUEST_KERNEL=$(GUEST_KERNEL) $(BIN)/pytest -q -n 2 --dist loadfile --durations=30 tests/integration
+	XDPLAB_GUEST_KERNEL=$(GUEST_KERNEL) $(BIN)/pytest -q -n 2 --dist loadgroup --no-loadscope-reorder --durations=30 tests/integration
 
 # Host-side tests that boot the guest kernel under QEMU and run tests/qemu/test_* inside it.
 qemu:

@@ -13,11 +13,17 @@ import subprocess
 from pathlib import Path
 
 import playbook_run
+import pytest
 from ansible_collections.xdplab.testbed.plugins.module_utils.state._ledger import read_lock
 
 ROOT = Path(__file__).resolve().parents[2]
 PLAYBOOK = ROOT / ".venv" / "bin" / "ansible-playbook"
 LOCK = "/run/xdplab/run.lock"
+# The test files whose playbook runs take the host's run lock: one pytest-xdist group, run in a row by
+# one worker (a run beside another would only wait for the lock), first, while the other worker takes
+# the rest file by file (tests/integration/conftest.py).
+RUN_LOCK_GROUP = "run_lock"
+run_lock = pytest.mark.xdist_group(RUN_LOCK_GROUP)
 
 
 def netns_with(pfx: str) -> list[str]:

@@ -5,8 +5,9 @@ Each test cleans up after itself; this checks the sum at the end of the session:
 host's ledger (a test that forgets `ledger_dir` writes there), no namespace, no /run/xdplab or
 /var/lib/xdplab/ledger file that was not there before.
 
-`make integration` runs the files in two pytest-xdist workers, a file to a worker (`--dist loadfile`):
-tests that take the host's run lock wait for it (`xdplab_lock_wait`), the others name what they create
+`make integration` runs the files in two pytest-xdist workers (`--dist loadgroup`): the files whose runs
+take the host's run lock are one group, handed out first and run in a row by one worker; every other
+file is a group of its own, taken by whichever worker is free. Those files name what they create
 uniquely. The listing is taken by the controller, before any worker starts and after all have ended, so
 the two compare like with like. The lab in a
 box (inventories/vmlab), which may run beside them, is not theirs: its namespace and run
@@ -20,6 +21,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+from _netns_runs import RUN_LOCK_GROUP
 
 WATCHED = ("/var/lib/xdplab/ledger", "/run/netns", "/run/xdplab")
 LISTING = pytest.StashKey[set]()
@@ -45,6 +47,16 @@ def _listing() -> set[str]:
 def _is_worker(config: pytest.Config) -> bool:
     """A pytest-xdist worker: its session is a slice of the whole, so the controller checks."""
     return hasattr(config, "workerinput")
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """A test file with no group of its own is its own group (each module's fixtures set up once); the
+    run-lock group comes first (with `--no-loadscope-reorder`, in this order), as the longest chain."""
+    for item in items:
+        if item.get_closest_marker("xdist_group") is None:
+            item.add_marker(pytest.mark.xdist_group(item.path.name))
+    items.sort(key=lambda item: item.get_closest_marker("xdist_group").args[0] != RUN_LOCK_GROUP)
 
 
 def pytest_sessionstart(session: pytest.Session) -> None:

@@ -20,11 +20,12 @@ import ansible_collections
 import playbook_run
 import pytest
 import yaml
+from _netns_runs import run_lock
 
 ROOT = Path(__file__).resolve().parents[2]
 BIN = Path(sys.executable).parent
 
-pytestmark = pytest.mark.root
+pytestmark = [pytest.mark.root, run_lock]
 
 
 def run(argv, cwd, env=None, timeout=600):

@@ -13,9 +13,9 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from _netns_runs import lock_not_stale, run_playbook
+from _netns_runs import lock_not_stale, run_lock, run_playbook
 
-pytestmark = pytest.mark.root
+pytestmark = [pytest.mark.root, run_lock]
 
 XDP_SOURCE = """// a user's XDP program: no maps of the collection's, no xdplab.h
 #include <linux/bpf.h>

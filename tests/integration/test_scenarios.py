@@ -24,9 +24,9 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from _netns_runs import lock_not_stale, run_playbook
+from _netns_runs import lock_not_stale, run_lock, run_playbook
 
-pytestmark = pytest.mark.root
+pytestmark = [pytest.mark.root, run_lock]
 
 # 2 s per step: at 10 Hz a 1 s burst keeps about 8 interior intervals, and on a loaded machine ramp
 # trimming once left fewer than 3 (a "short" burst, rightly refused as a rate).

@@ -103,10 +103,11 @@ bench: deps
 # molecule/vmlab (the lab in a box) is not in it: beside the host tests its emulated guests' load took the
 # A/B known-effect test (tests/qemu) below its effect, and after them it would take the run past 45 minutes.
 # `make vmlab-test` runs it.
-# Each stage says how long it took, so a CI log shows where the time goes. The first, `checks`, runs the
-# unit tests beside the static checks (ruff and ansible-lint, then ansible-test sanity): each of the two
-# uses one core, and each one's output is printed whole when it ends.
-TEST_STAGES := checks molecule integration qemu faults
+# Each stage says how long it took, so a CI log shows where the time goes. The first, `checks`, runs three
+# lanes side by side, each printed whole when it ends: the unit tests; the static checks (ruff and
+# ansible-lint, then ansible-test sanity); the molecule scenarios, whose ansible runs leave most of a core
+# idle. Integration runs its files in two workers (tests/integration/conftest.py).
+TEST_STAGES := checks integration qemu faults
 define timed
 	start=$$(date +%s); $(MAKE) --no-print-directory $(1) || exit $$?; \
 	    echo "make test: $(1) took $$(( $$(date +%s) - start )) s"
@@ -115,7 +116,7 @@ test: deps-test
 	@for stage in $(TEST_STAGES); do $(call timed,$$stage); done
 
 checks:
-	@$(MAKE) --no-print-directory -j2 --output-sync=recurse timed-unit timed-static
+	@$(MAKE) --no-print-directory -j3 --output-sync=recurse timed-unit timed-static timed-molecule
 timed-%:
 	@$(call timed,$*)
 static:

@@ -10,6 +10,7 @@ import pytest
 from ansible_collections.xdplab.testbed.plugins.module_utils.results._aa_stages import (
     aa_stages,
     aa_windows,
+    merge_reasons,
     stage_line,
     stage_units,
 )
@@ -135,3 +136,14 @@ def test_bad_input_is_named():
     # statistics off: no program stage, said so, never a made-up figure
     recs = [{"reps": [{"dut_pps": 1e6, "dut_cost": {"stages": {}}}] * 8}]
     assert aa_stages(recs)["program"] == {"error": "no repetition carries the program stage"}
+
+
+def test_reasons_differing_in_their_figures_become_one_with_ranges():
+    reasons = {f"the kthread ran {ns} ns per packet on CPU 1: not recovered" for ns in (174, 188, 181)}
+    assert merge_reasons(reasons) == "the kthread ran 174-188 ns per packet on CPU 1: not recovered"
+    assert merge_reasons({"a 5 b", "other"}) == "a 5 b; other"
+    recs = _records([60.0] * 8, rounds=2)
+    for i, rec in enumerate(recs):
+        for rep in rec["reps"]:
+            rep["dut_cost"]["not_separable"] = f"ran {600 + i} ns per packet"
+    assert aa_stages(recs)["total"] == {"not_separable": "ran 600-601 ns per packet"}

@@ -21,6 +21,7 @@ The minimum detectable effect is that of an A/B with all the units split in two
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Mapping, Sequence
 
 from ansible_collections.xdplab.testbed.plugins.module_utils.results._statistics import (
@@ -73,8 +74,29 @@ def stage_units(records: Sequence[Mapping], stage: str) -> tuple[list[float], st
     if values:
         return values, None
     if reasons:
-        return [], "; ".join(sorted(reasons))
+        return [], merge_reasons(reasons)
     return [], f"no repetition carries the {stage} stage"
+
+
+def merge_reasons(reasons: set[str] | Sequence[str]) -> str:
+    """The repetitions' ``not_separable`` reasons as one: reasons that differ only in their figures
+    (the kthread's ns per packet of each repetition) become one reason with each figure's range."""
+    groups: dict[str, list[list[float]]] = {}
+    for reason in sorted(reasons):
+        figures = [float(x) for x in _FIGURE.findall(reason)]
+        groups.setdefault(_FIGURE.sub("#", reason), []).append(figures)
+    out = []
+    for template, figures in groups.items():
+        parts = template.split("#")
+        text = parts[0]
+        for i, part in enumerate(parts[1:]):
+            lo, hi = min(f[i] for f in figures), max(f[i] for f in figures)
+            text += (f"{lo:g}" if lo == hi else f"{lo:g}-{hi:g}") + part
+        out.append(text)
+    return "; ".join(out)
+
+
+_FIGURE = re.compile(r"\d+(?:\.\d+)?")
 
 
 def aa_windows(values: Sequence[float], per_side: int = PER_SIDE, level: float = 0.95) -> dict:

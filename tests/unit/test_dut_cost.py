@@ -206,6 +206,9 @@ def test_rep_cost_threaded_napi_names_the_thread_time_but_gives_no_total():
     got = dc.rep_cost(cost, 0, 3, generator_cpus=[0], same_kernel=True)
     assert got["method"] == "bpf_stats+proc_stat+schedstat"
     assert "ran 600 ns per packet" in got["not_separable"] and "ns_per_packet" not in got
+    assert got["unvalidated"] == {"napi_thread": 600.0}
+    summary = dc.summarize_cost([got, got], lambda p, df: 12.706)
+    assert "ns_per_packet" not in summary and "unvalidated" not in summary and "ci95" not in summary
     del cost["prog_runs"], cost["packets_by_cpu"]  # an nft counter: packets from the DUT counter
     cost["napi_thread_cpus"] = [1]
     got = dc.rep_cost(cost, 0, 3, generator_cpus=[0], same_kernel=True, counts=[0, 1000, 2000, 3000])

@@ -15,6 +15,7 @@ import math
 from collections import defaultdict
 from typing import Any
 
+from ansible_collections.xdplab.testbed.plugins.module_utils.results._aa_stages import aa_stages, stage_line
 from ansible_collections.xdplab.testbed.plugins.module_utils.results._environment import fingerprint_diff
 from ansible_collections.xdplab.testbed.plugins.module_utils.results._record_files import RecordError, params_key
 from ansible_collections.xdplab.testbed.plugins.module_utils.results._statistics import (
@@ -585,4 +586,7 @@ def aa_rounds(records: list[dict], per_side: int = AA_PER_SIDE, level: float = 0
         "mde_ns_per_side": min_detectable_effect(unit["stdev"], per_side, level),
         "mde_ns_all_rounds": min_detectable_effect(unit["stdev"], n // 2, level),
         "mde_rounds_per_side": n // 2,
+        # each stage's A/A by its repetitions in run order (disjoint windows: independent compares)
+        "stages": (stages := aa_stages(recs)),
+        "stage_lines": [stage_line(name, aa) for name, aa in stages.items()],
     }

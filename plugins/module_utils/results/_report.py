@@ -265,6 +265,7 @@ def noise_lines(nz: dict) -> list[str]:
                    f"{aa['round_stdev_ns']:.2f} ns/packet at {aa['mean_ns']:.2f} ns/packet; minimum detectable "
                    f"effect (80% power) {fixed2(aa['mde_ns_all_rounds'])} ns/packet with {aa['mde_rounds_per_side']} "
                    f"rounds per side.")
+        out.extend(f"A/A by stage ({aa['scenario']}/{aa['variant']}), {line}" for line in aa.get("stage_lines") or [])
     return out
 
 

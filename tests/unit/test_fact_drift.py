@@ -27,6 +27,9 @@ BENCH = "roles/bench/defaults/main.yml"
 SCENARIOS = "roles/scenarios/defaults/main.yml"
 TESTBED = "roles/testbed/defaults/main.yml"
 RUN_ROLE = "roles/run/defaults/main.yml"
+# A role option that defaults to the test bed's DUT port (one spelling, xdplab_dut_interface, set in the
+# inventory), with the embedded test bed's port when the inventory sets none.
+READS_DUT_PORT = f"{{{{ xdplab_dut_interface | default('{T.DUT_INTERFACE}') }}}}"
 
 
 def specs(*roles: str) -> dict:
@@ -63,10 +66,10 @@ FACTS = [
           **specs("bench", "scenarios", "testbed")}),
     Fact("test bed port", r"\bveth0\b",
          {RUN_VARS: [(("__xdplab_gen_interface",), T.GEN_INTERFACE), (("__xdplab_dut_interface",), T.DUT_INTERFACE)],
-          BENCH: [(("bench_gen_interface",), T.GEN_INTERFACE), (("bench_dut_interface",), T.DUT_INTERFACE),
+          BENCH: [(("bench_gen_interface",), T.GEN_INTERFACE), (("bench_dut_interface",), READS_DUT_PORT),
                   (("bench_sink_interface",), T.SINK_INTERFACE)],
           SCENARIOS: [(("scenarios_gen_interface",), T.GEN_INTERFACE),
-                      (("scenarios_dut_interface",), T.DUT_INTERFACE)],
+                      (("scenarios_dut_interface",), READS_DUT_PORT)],
           TESTBED: [(("testbed_links", 0, "a", "ifname"), T.GEN_INTERFACE),
                     (("testbed_links", 0, "b", "ifname"), T.DUT_INTERFACE),
                     (("testbed_links", 1, "b", "ifname"), T.SINK_INTERFACE)],
@@ -152,6 +155,43 @@ def python_copies(rel: str, text: str) -> list[str]:
             and node.value in OWNED_CONSTANTS]
 
 
+# One spelling of the DUT port. A test bed's inventory sets xdplab_dut_interface; the roles' options
+# default to it (READS_DUT_PORT, held above) and the run playbooks fall back to the embedded test bed's.
+# A variable of another name for the same port, or an inventory writing the port under a role's name
+# instead of reading xdplab_dut_interface, fails naming file and line.
+DUT_PORT_SPELLINGS = {
+    "xdplab_dut_interface": "the test bed's DUT port, set once in its inventory",
+    "bench_dut_interface": "the bench role's option; defaults to xdplab_dut_interface",
+    "scenarios_dut_interface": "the scenarios role's option; defaults to xdplab_dut_interface",
+    "__xdplab_dut_interface": "playbooks/vars/run.yml: the embedded test bed's port, the run playbooks' fallback",
+    "__xdplab_check_dut_port": "bench.yml's check mode: the port a run would attach on, read from the above",
+}
+DUT_PORT_NAME = re.compile(r"^[\s-]*['\"]?(\w*dut_(?:interface|iface|ifname|port|dev|nic|if))['\"]?\s*:\s*(.*)$")
+
+
+def dut_port_spellings(files: dict[str, str]) -> list[str]:
+    """file:line of each variable that spells the DUT port a second way, in files (path -> text)."""
+    found = []
+    for rel, text in files.items():
+        for number, line in enumerate(text.splitlines(), 1):
+            match = DUT_PORT_NAME.match(line.split(" #", 1)[0])
+            if not match:
+                continue
+            name, value = match.groups()
+            if name not in DUT_PORT_SPELLINGS:
+                found.append(f"{rel}:{number}: {line.strip()}  (a second name for the DUT port: "
+                             "read xdplab_dut_interface or a role's *_dut_interface)")
+            elif rel.startswith("inventories/") and name != "xdplab_dut_interface" and "xdplab_dut_interface" not in value:
+                found.append(f"{rel}:{number}: {line.strip()}  (an inventory sets the DUT port once, as "
+                             "xdplab_dut_interface; the roles read it)")
+    return found
+
+
+def spelling_scan() -> list[str]:
+    globs = ("inventories/**/*.yml", "molecule/**/*.yml")
+    return sorted(set(scanned_yaml()) | {str(p.relative_to(ROOT)) for g in globs for p in ROOT.glob(g)})
+
+
 def get(data, path):
     for key in path:
         data = data[key]
@@ -167,6 +207,14 @@ def test_no_yaml_copy_of_an_owned_value():
     files = {rel: (ROOT / rel).read_text(encoding="utf-8") for rel in scanned_yaml()}
     found = drift(files)
     assert not found, "a value the table owns is written again; read it instead:\n" + "\n".join(found)
+
+
+def test_the_dut_port_has_one_spelling():
+    files = {rel: (ROOT / rel).read_text(encoding="utf-8") for rel in spelling_scan()}
+    assert any("inventories/" in rel for rel in files) and any(DUT_PORT_NAME.match(line)
+                                                               for text in files.values() for line in text.splitlines())
+    found = dut_port_spellings(files)
+    assert not found, "the DUT port is spelled a second way:\n" + "\n".join(found)
 
 
 @pytest.mark.parametrize("fact", FACTS, ids=lambda f: f.name)
@@ -216,6 +264,22 @@ def test_a_python_copy_is_found_but_not_in_docs():
     text = ('"""9014 in a docstring."""\nDOCUMENTATION = "198.18.0.1"\n'
             'def f(p):\n    """198.18.0.2"""\n    return p.get("dst_ip", "198.18.0.2"), 9014\n')
     assert sorted(python_copies("plugins/x.py", text)) == ["plugins/x.py:5: '198.18.0.2'", "plugins/x.py:5: 9014"]
+
+
+def test_a_second_spelling_of_the_dut_port_is_found():
+    # A new role's own name for the port, and an inventory that writes it under the roles' names (as the
+    # lab inventory did before xdplab_dut_interface) instead of setting it once.
+    found = dut_port_spellings({
+        "roles/x/defaults/main.yml": "---\nx_dut_port: veth0  # a comment\nx_dut_egress_interface: veth1\n",
+        "inventories/lab/group_vars/all.yml": ("bench_dut_interface: enp1s0\n"
+                                               "scenarios_dut_interface: \"{{ bench_dut_interface }}\"\n"
+                                               "xdplab_dut_interface: enp1s0\n"),
+        "playbooks/x.yml": "    - {name: y, vars: {bench_dut_interface: eth0}}\n      __my_dut_iface: eth0\n"})
+    assert [f.split("  (")[0] for f in found] == [
+        "roles/x/defaults/main.yml:2: x_dut_port: veth0  # a comment",
+        "inventories/lab/group_vars/all.yml:1: bench_dut_interface: enp1s0",
+        "inventories/lab/group_vars/all.yml:2: scenarios_dut_interface: \"{{ bench_dut_interface }}\"",
+        "playbooks/x.yml:2: __my_dut_iface: eth0"]
 
 
 def test_bench_report_documents_the_report_formats():

@@ -18,6 +18,7 @@ import re
 
 import pytest
 import yaml
+from _python_prose import prose_ids
 from ansible_collections.xdplab.testbed.plugins.module_utils.common import _testbed_facts as T
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
@@ -106,7 +107,6 @@ FACTS = [
 OWNED_CONSTANTS = {T.JUMBO_MAX_PKT_SIZE, T.SOCKET_MAX_PKT_SIZE, T.XDPGEN_MAX_PKT_SIZE, 65507,
                    T.GEN_ADDRESS, T.DUT_ADDRESS, T.RESULTS_ROOT, T.ROLE_RESULTS_ROOT, T.BIN_DIR, T.XDP_DIR,
                    T.LEDGER_DIR, T.TUNING_DIR}
-DOC_NAMES = {"DOCUMENTATION", "EXAMPLES", "RETURN"}
 
 # Copies left where another piece of work owns the file; each must still be there (else drop it here).
 NOT_YET = {("results root", "playbooks/kselftest.yml"):
@@ -142,14 +142,7 @@ def drift(files: dict[str, str]) -> list[str]:
 
 def python_copies(rel: str, text: str) -> list[str]:
     tree = ast.parse(text)
-    skip = set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id in DOC_NAMES for t in node.targets):
-            skip.add(id(node.value))
-        if isinstance(node, (ast.Module, ast.FunctionDef, ast.ClassDef, ast.AsyncFunctionDef)) and node.body:
-            first = node.body[0]
-            if isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant):
-                skip.add(id(first.value))
+    skip = prose_ids(tree)
     return [f"{rel}:{node.lineno}: {node.value!r}" for node in ast.walk(tree)
             if isinstance(node, ast.Constant) and id(node) not in skip and not isinstance(node.value, bool)
             and node.value in OWNED_CONSTANTS]
@@ -181,7 +174,8 @@ def dut_port_spellings(files: dict[str, str]) -> list[str]:
             if name not in DUT_PORT_SPELLINGS:
                 found.append(f"{rel}:{number}: {line.strip()}  (a second name for the DUT port: "
                              "read xdplab_dut_interface or a role's *_dut_interface)")
-            elif rel.startswith("inventories/") and name != "xdplab_dut_interface" and "xdplab_dut_interface" not in value:
+            elif (rel.startswith("inventories/") and name != "xdplab_dut_interface"
+                  and "xdplab_dut_interface" not in value):
                 found.append(f"{rel}:{number}: {line.strip()}  (an inventory sets the DUT port once, as "
                              "xdplab_dut_interface; the roles read it)")
     return found

@@ -1,7 +1,11 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
 """CONTRIBUTING.md's recipes say how many files each takes and name them: the count is the number of
 files named, and every file named exists (a placeholder such as <tool> stands for a new file in a folder
-that exists). Recipe 4's count is also shown by a worked example in tests/unit/test_ledger_kinds.py."""
+that exists). Recipe 4's count is also shown by a worked example in tests/unit/test_ledger_kinds.py.
+
+The counts of Recipe 1 (generator, Debian package) and Recipe 5 (sweep) are measured on what is there:
+the code files that name each generator, package and sweep are counted here and held equal to the
+recipe's tables, and a file beyond the recipe's must be named in its table."""
 
 from __future__ import annotations
 
@@ -41,9 +45,17 @@ def test_the_count_is_the_files_named_and_they_exist(title, count, paths):
 # Recipe 5's count, measured on the sweeps there are: the code files (roles, playbooks, plugins) that
 # name a sweep outside comments, task names and documentation, or by their path. Its table says how many
 # each takes and which files go beyond the recipe's; the recipe's own are what the first sweeps take.
+def tables(body: str) -> dict[str, dict[str, tuple[int, str]]]:
+    """The recipe's tables '| <what> | files | ... |' by their first heading: name -> (count, last column)."""
+    out = {}
+    for head, rows in re.findall(r"^\| (\w+) \| files \| .+? \|\n\|[-|]+\|\n((?:\|.*\|\n?)+)", body, re.M):
+        out[head] = {r[0]: (int(r[1]), r[2]) for r in re.findall(r"^\| ([\w-]+) \| (\d+) \| (.+?) \|$", rows, re.M)}
+    return out
+
+
 SWEEP_RECIPE = next(body for title, body in RECIPES if "sweep" in title)
-SWEEP_TABLE = {row[0]: (int(row[1]), row[2])
-               for row in re.findall(r"^\| (\w+) \| (\d+) \| (.+?) \|$", SWEEP_RECIPE, re.M)}
+SWEEP_TABLE = tables(SWEEP_RECIPE)["sweep"]
+GENERATOR_RECIPE = next(body for title, body in RECIPES if "generator" in title)
 PROSE_KEYS = {"name", "description", "short_description", "msg", "fail_msg", "success_msg"}
 
 
@@ -119,3 +131,46 @@ def test_a_file_naming_a_sweep_is_counted_and_prose_is_not(tmp_path):
     files = {p.name: p for p in tmp_path.iterdir()}
     assert files_naming("my_sweep", files) == {"a.yml", "d.py", "point_my_sweep.yml"}
     assert files_naming("my_swee", files) == set()
+
+
+# Recipe 1's counts, measured the same way on the generators of the table and their Debian packages.
+APT_FILES = ["requirements-apt.txt", "requirements-apt-test.txt", "tests/unit/test_apt_requirements.py",
+             *sorted(str(p.relative_to(ROOT)) for p in ROOT.glob("roles/*/defaults/main.yml")),
+             *sorted(str(p.relative_to(ROOT)) for p in ROOT.glob("roles/*/meta/argument_specs.yml"))]
+
+
+def generators() -> list[str]:
+    from ansible_collections.xdplab.testbed.plugins.module_utils.traffic._generator_table import GENERATORS
+    return sorted(GENERATORS)
+
+
+def test_the_generator_tables_name_every_generator():
+    assert sorted(tables(GENERATOR_RECIPE)["generator"]) == generators()
+    assert tables(GENERATOR_RECIPE)["package"]
+
+
+@pytest.mark.parametrize("generator", generators())
+def test_a_generator_takes_the_files_the_recipe_says(generator):
+    count, beyond = tables(GENERATOR_RECIPE)["generator"][generator]
+    found = {rel for rel in files_naming(generator) if rel.startswith("plugins/")}
+    assert len(found) == count, f"{generator}: CONTRIBUTING says {count} files, it takes {len(found)}: {sorted(found)}"
+    recipe = {"plugins/module_utils/traffic/_generator_table.py", "plugins/module_utils/traffic/_output_parsers.py"}
+    argv = {rel for rel in found if re.fullmatch(r"plugins/module_utils/traffic/_\w+_argv\.py", rel)}
+    assert len(argv) == 1, f"{generator}: its argv builder is in {sorted(argv)}"
+    for rel in sorted(found - recipe - argv):
+        short = rel.removeprefix("plugins/module_utils/").removeprefix("plugins/action/")
+        assert f"`{short}`" in beyond, f"{generator}: {rel} is beyond the recipe"
+    if beyond.startswith("none"):
+        assert found - recipe - argv == set()
+
+
+@pytest.mark.parametrize("package", sorted(tables(GENERATOR_RECIPE)["package"]))
+def test_a_debian_package_takes_the_files_the_recipe_says(package):
+    count, _ = tables(GENERATOR_RECIPE)["package"][package]
+    word = re.compile(rf"(?<![\w-]){re.escape(package)}(?![\w-])")
+    found = [rel for rel in APT_FILES
+             if (ROOT / rel).exists() and word.search((ROOT / rel).read_text(encoding="utf-8"))]
+    assert len(found) == count, f"{package}: CONTRIBUTING says {count} files, it is in {len(found)}: {found}"
+    debian_recipe = [p for c, p in FILES.findall(GENERATOR_RECIPE) if c.startswith("+")]
+    if package == "netsniff-ng":  # the recipe's own example
+        assert sorted(found) == sorted(re.findall(r"`([^`]+)`", debian_recipe[0]))

@@ -28,9 +28,17 @@ BENCH = "roles/bench/defaults/main.yml"
 SCENARIOS = "roles/scenarios/defaults/main.yml"
 TESTBED = "roles/testbed/defaults/main.yml"
 RUN_ROLE = "roles/run/defaults/main.yml"
-# A role option that defaults to the test bed's DUT port (one spelling, xdplab_dut_interface, set in the
-# inventory), with the embedded test bed's port when the inventory sets none.
-READS_DUT_PORT = f"{{{{ xdplab_dut_interface | default('{T.DUT_INTERFACE}') }}}}"
+
+
+def reads(shared: str, value: str) -> str:
+    """A role option's default: the test bed's fact under its one name (set in the inventory), with the
+    embedded test bed's value when the inventory sets none."""
+    return f"{{{{ {shared} | default('{value}') }}}}"
+
+
+READS_DUT_PORT = reads("xdplab_dut_interface", T.DUT_INTERFACE)
+READS_GEN_ADDRESS = reads("xdplab_gen_address", T.GEN_ADDRESS)
+READS_DUT_ADDRESS = reads("xdplab_dut_address", T.DUT_ADDRESS)
 
 
 def specs(*roles: str) -> dict:
@@ -55,14 +63,14 @@ FACTS = [
           SCENARIOS: [(("scenarios_results_root",), T.ROLE_RESULTS_ROOT)], **specs("bench", "scenarios")}),
     Fact("generator address", r"(?<![\d.])198\.18\.0\.1(?!\d)",
          {RUN_VARS: [(("__xdplab_gen_address",), T.GEN_ADDRESS)],
-          BENCH: [(("bench_src_ip",), T.GEN_ADDRESS)],
-          SCENARIOS: [(("scenarios_src_ip",), T.GEN_ADDRESS)],
+          BENCH: [(("bench_src_ip",), READS_GEN_ADDRESS)],
+          SCENARIOS: [(("scenarios_src_ip",), READS_GEN_ADDRESS)],
           TESTBED: [(("testbed_links", 0, "a", "address"), f"{T.GEN_ADDRESS}/24")],
           **specs("bench", "scenarios", "testbed")}),
     Fact("DUT address", r"(?<![\d.])198\.18\.0\.2(?!\d)",
          {RUN_VARS: [(("__xdplab_dut_address",), T.DUT_ADDRESS)],
-          BENCH: [(("bench_dst_ip",), T.DUT_ADDRESS)],
-          SCENARIOS: [(("scenarios_dst_ip",), T.DUT_ADDRESS)],
+          BENCH: [(("bench_dst_ip",), READS_DUT_ADDRESS)],
+          SCENARIOS: [(("scenarios_dst_ip",), READS_DUT_ADDRESS)],
           TESTBED: [(("testbed_links", 0, "b", "address"), f"{T.DUT_ADDRESS}/24")],
           **specs("bench", "scenarios", "testbed")}),
     Fact("test bed port", r"\bveth0\b",
@@ -148,36 +156,57 @@ def python_copies(rel: str, text: str) -> list[str]:
             and node.value in OWNED_CONSTANTS]
 
 
-# One spelling of the DUT port. A test bed's inventory sets xdplab_dut_interface; the roles' options
-# default to it (READS_DUT_PORT, held above) and the run playbooks fall back to the embedded test bed's.
-# A variable of another name for the same port, or an inventory writing the port under a role's name
-# instead of reading xdplab_dut_interface, fails naming file and line.
-DUT_PORT_SPELLINGS = {
-    "xdplab_dut_interface": "the test bed's DUT port, set once in its inventory",
-    "bench_dut_interface": "the bench role's option; defaults to xdplab_dut_interface",
-    "scenarios_dut_interface": "the scenarios role's option; defaults to xdplab_dut_interface",
-    "__xdplab_dut_interface": "playbooks/vars/run.yml: the embedded test bed's port, the run playbooks' fallback",
-    "__xdplab_check_dut_port": "bench.yml's check mode: the port a run would attach on, read from the above",
-}
-DUT_PORT_NAME = re.compile(r"^[\s-]*['\"]?(\w*dut_(?:interface|iface|ifname|port|dev|nic|if))['\"]?\s*:\s*(.*)$")
+# One spelling of a test bed's fact. A test bed's inventory sets it under one name (xdplab_*); the roles'
+# options default to it (reads(), held above) and the run playbooks fall back to the embedded test bed's
+# value (playbooks/vars/run.yml). A variable of another name for the same fact, or an inventory writing
+# the fact under a role's name instead of reading the one name, fails naming file and line.
+@dataclasses.dataclass(frozen=True)
+class Spelling:
+    fact: str
+    shared: str         # the one name a test bed's inventory sets
+    names: str          # a variable name that holds the fact (regex)
+    allowed: dict       # the names that may hold it -> why
 
 
-def dut_port_spellings(files: dict[str, str]) -> list[str]:
-    """file:line of each variable that spells the DUT port a second way, in files (path -> text)."""
+SPELLINGS = [
+    Spelling("DUT port", "xdplab_dut_interface", r"\w*dut_(?:interface|iface|ifname|port|dev|nic|if)", {
+        "xdplab_dut_interface": "the test bed's DUT port, set once in its inventory",
+        "bench_dut_interface": "the bench role's option; defaults to xdplab_dut_interface",
+        "scenarios_dut_interface": "the scenarios role's option; defaults to xdplab_dut_interface",
+        "__xdplab_dut_interface": "playbooks/vars/run.yml: the embedded test bed's port, the run playbooks' fallback",
+        "__xdplab_check_dut_port": "bench.yml's check mode: the port a run would attach on, read from the above"}),
+    Spelling("generator address", "xdplab_gen_address", r"\w+_(?:gen|src)_(?:ip|address|addr|ipv4)", {
+        "xdplab_gen_address": "the test bed's generator address, set once in its inventory",
+        "bench_src_ip": "the bench role's option; defaults to xdplab_gen_address",
+        "scenarios_src_ip": "the scenarios role's option; defaults to xdplab_gen_address",
+        "scenarios_gen_address": "the address with its prefix the scenarios role puts on the port; empty by default",
+        "__xdplab_gen_address": "playbooks/vars/run.yml: the embedded test bed's, the run playbooks' fallback"}),
+    Spelling("DUT address", "xdplab_dut_address", r"\w+_(?:dut|dst)_(?:ip|address|addr|ipv4)", {
+        "xdplab_dut_address": "the test bed's DUT address, set once in its inventory",
+        "bench_dst_ip": "the bench role's option; defaults to xdplab_dut_address",
+        "scenarios_dst_ip": "the scenarios role's option; defaults to xdplab_dut_address",
+        "scenarios_dut_address": "the address with its prefix the scenarios role puts on the port; empty by default",
+        "__xdplab_dut_address": "playbooks/vars/run.yml: the embedded test bed's, the run playbooks' fallback"}),
+]
+
+
+def second_spellings(files: dict[str, str], spellings=SPELLINGS) -> list[str]:
+    """file:line of each variable that spells a test bed's fact a second way, in files (path -> text)."""
     found = []
-    for rel, text in files.items():
-        for number, line in enumerate(text.splitlines(), 1):
-            match = DUT_PORT_NAME.match(line.split(" #", 1)[0])
-            if not match:
-                continue
-            name, value = match.groups()
-            if name not in DUT_PORT_SPELLINGS:
-                found.append(f"{rel}:{number}: {line.strip()}  (a second name for the DUT port: "
-                             "read xdplab_dut_interface or a role's *_dut_interface)")
-            elif (rel.startswith("inventories/") and name != "xdplab_dut_interface"
-                  and "xdplab_dut_interface" not in value):
-                found.append(f"{rel}:{number}: {line.strip()}  (an inventory sets the DUT port once, as "
-                             "xdplab_dut_interface; the roles read it)")
+    for spelling in spellings:
+        key = re.compile(rf"^[\s-]*['\"]?({spelling.names})['\"]?\s*:\s*(.*)$")
+        for rel, text in files.items():
+            for number, line in enumerate(text.splitlines(), 1):
+                match = key.match(line.split(" #", 1)[0])
+                if not match:
+                    continue
+                name, value = match.groups()
+                if name not in spelling.allowed:
+                    found.append(f"{rel}:{number}: {line.strip()}  (a second name for the {spelling.fact}: "
+                                 f"read {spelling.shared} or a role's option)")
+                elif rel.startswith("inventories/") and name != spelling.shared and spelling.shared not in value:
+                    found.append(f"{rel}:{number}: {line.strip()}  (an inventory sets the {spelling.fact} once, "
+                                 f"as {spelling.shared}; the roles read it)")
     return found
 
 
@@ -203,12 +232,12 @@ def test_no_yaml_copy_of_an_owned_value():
     assert not found, "a value the table owns is written again; read it instead:\n" + "\n".join(found)
 
 
-def test_the_dut_port_has_one_spelling():
+def test_a_test_bed_fact_has_one_spelling():
     files = {rel: (ROOT / rel).read_text(encoding="utf-8") for rel in spelling_scan()}
-    assert any("inventories/" in rel for rel in files) and any(DUT_PORT_NAME.match(line)
-                                                               for text in files.values() for line in text.splitlines())
-    found = dut_port_spellings(files)
-    assert not found, "the DUT port is spelled a second way:\n" + "\n".join(found)
+    inventories = "".join(text for rel, text in files.items() if rel.startswith("inventories/"))
+    assert all(f"\n{s.shared}: " in inventories for s in SPELLINGS), "the inventories set no fact to check"
+    found = second_spellings(files)
+    assert not found, "a test bed's fact is spelled a second way:\n" + "\n".join(found)
 
 
 @pytest.mark.parametrize("fact", FACTS, ids=lambda f: f.name)
@@ -263,7 +292,7 @@ def test_a_python_copy_is_found_but_not_in_docs():
 def test_a_second_spelling_of_the_dut_port_is_found():
     # A new role's own name for the port, and an inventory that writes it under the roles' names (as the
     # lab inventory did before xdplab_dut_interface) instead of setting it once.
-    found = dut_port_spellings({
+    found = second_spellings({
         "roles/x/defaults/main.yml": "---\nx_dut_port: veth0  # a comment\nx_dut_egress_interface: veth1\n",
         "inventories/lab/group_vars/all.yml": ("bench_dut_interface: enp1s0\n"
                                                "scenarios_dut_interface: \"{{ bench_dut_interface }}\"\n"
@@ -274,6 +303,22 @@ def test_a_second_spelling_of_the_dut_port_is_found():
         "inventories/lab/group_vars/all.yml:1: bench_dut_interface: enp1s0",
         "inventories/lab/group_vars/all.yml:2: scenarios_dut_interface: \"{{ bench_dut_interface }}\"",
         "playbooks/x.yml:2: __my_dut_iface: eth0"]
+
+
+def test_a_second_spelling_of_an_address_is_found():
+    # The inventories as they were: the roles' names with a literal, and the port's address with its prefix.
+    found = second_spellings({
+        "inventories/vmlab/group_vars/all.yml": ("bench_src_ip: 198.18.0.1\nbench_dst_ip: 198.18.0.2\n"
+                                                 "scenarios_gen_address: 198.18.0.1/24\n"
+                                                 "scenarios_dut_address: \"{{ xdplab_dut_address }}/24\"\n"),
+        "roles/x/defaults/main.yml": "x_gen_ip: 198.18.0.1\nx_dst_addr: 198.18.0.2\n",
+        "playbooks/x.yml": "      src_ip: \"{{ bench_src_ip }}\"\n"})
+    assert [f.split("  (")[0] for f in found] == [
+        "inventories/vmlab/group_vars/all.yml:1: bench_src_ip: 198.18.0.1",
+        "inventories/vmlab/group_vars/all.yml:3: scenarios_gen_address: 198.18.0.1/24",
+        "roles/x/defaults/main.yml:1: x_gen_ip: 198.18.0.1",
+        "inventories/vmlab/group_vars/all.yml:2: bench_dst_ip: 198.18.0.2",
+        "roles/x/defaults/main.yml:2: x_dst_addr: 198.18.0.2"]
 
 
 def test_bench_report_documents_the_report_formats():

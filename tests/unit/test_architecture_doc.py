@@ -4,6 +4,7 @@ finds where each piece sits in the loop; a new one that is not placed there fail
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -32,3 +33,15 @@ def test_every_piece_is_placed(what, name):
 @pytest.mark.parametrize("playbook", ["ab.yml", "kselftest.yml", "teardown.yml"])
 def test_the_loop_and_kselftest_are_there(playbook):
     assert f"playbooks/{playbook}" in DOC
+
+
+def test_the_run_playbooks_named_are_those_that_begin_a_run():
+    # The lifecycle paragraph lists the playbooks that begin and end a run through the run role, and says
+    # which playbooks acting on test hosts do not.
+    paragraph = DOC[DOC.index("Every run\nplaybook"):DOC.index("The state ledger on each host")]
+    named = set(re.findall(r"`(\w+\.yml)`", paragraph))
+    begin = {p.name for p in (ROOT / "playbooks").glob("*.yml") if "tasks_from: begin" in p.read_text()}
+    assert "teardown.yml" in begin and "`playbooks/teardown.yml`" in paragraph
+    assert named - {"kselftest.yml", "kernel_install.yml"} == begin - {"teardown.yml"}, (sorted(named), sorted(begin))
+    for name in ("kselftest.yml", "kernel_install.yml"):
+        assert (name in begin) != (name in paragraph), f"{name}: the paragraph says it is not a run playbook"

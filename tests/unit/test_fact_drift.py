@@ -18,6 +18,7 @@ import re
 
 import pytest
 import yaml
+from _python_prose import prose_ids
 from ansible_collections.xdplab.testbed.plugins.module_utils.common import _testbed_facts as T
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
@@ -27,6 +28,17 @@ BENCH = "roles/bench/defaults/main.yml"
 SCENARIOS = "roles/scenarios/defaults/main.yml"
 TESTBED = "roles/testbed/defaults/main.yml"
 RUN_ROLE = "roles/run/defaults/main.yml"
+
+
+def reads(shared: str, value: str) -> str:
+    """A role option's default: the test bed's fact under its one name (set in the inventory), with the
+    embedded test bed's value when the inventory sets none."""
+    return f"{{{{ {shared} | default('{value}') }}}}"
+
+
+READS_DUT_PORT = reads("xdplab_dut_interface", T.DUT_INTERFACE)
+READS_GEN_ADDRESS = reads("xdplab_gen_address", T.GEN_ADDRESS)
+READS_DUT_ADDRESS = reads("xdplab_dut_address", T.DUT_ADDRESS)
 
 
 def specs(*roles: str) -> dict:
@@ -51,22 +63,22 @@ FACTS = [
           SCENARIOS: [(("scenarios_results_root",), T.ROLE_RESULTS_ROOT)], **specs("bench", "scenarios")}),
     Fact("generator address", r"(?<![\d.])198\.18\.0\.1(?!\d)",
          {RUN_VARS: [(("__xdplab_gen_address",), T.GEN_ADDRESS)],
-          BENCH: [(("bench_src_ip",), T.GEN_ADDRESS)],
-          SCENARIOS: [(("scenarios_src_ip",), T.GEN_ADDRESS)],
+          BENCH: [(("bench_src_ip",), READS_GEN_ADDRESS)],
+          SCENARIOS: [(("scenarios_src_ip",), READS_GEN_ADDRESS)],
           TESTBED: [(("testbed_links", 0, "a", "address"), f"{T.GEN_ADDRESS}/24")],
           **specs("bench", "scenarios", "testbed")}),
     Fact("DUT address", r"(?<![\d.])198\.18\.0\.2(?!\d)",
          {RUN_VARS: [(("__xdplab_dut_address",), T.DUT_ADDRESS)],
-          BENCH: [(("bench_dst_ip",), T.DUT_ADDRESS)],
-          SCENARIOS: [(("scenarios_dst_ip",), T.DUT_ADDRESS)],
+          BENCH: [(("bench_dst_ip",), READS_DUT_ADDRESS)],
+          SCENARIOS: [(("scenarios_dst_ip",), READS_DUT_ADDRESS)],
           TESTBED: [(("testbed_links", 0, "b", "address"), f"{T.DUT_ADDRESS}/24")],
           **specs("bench", "scenarios", "testbed")}),
     Fact("test bed port", r"\bveth0\b",
          {RUN_VARS: [(("__xdplab_gen_interface",), T.GEN_INTERFACE), (("__xdplab_dut_interface",), T.DUT_INTERFACE)],
-          BENCH: [(("bench_gen_interface",), T.GEN_INTERFACE), (("bench_dut_interface",), T.DUT_INTERFACE),
+          BENCH: [(("bench_gen_interface",), T.GEN_INTERFACE), (("bench_dut_interface",), READS_DUT_PORT),
                   (("bench_sink_interface",), T.SINK_INTERFACE)],
           SCENARIOS: [(("scenarios_gen_interface",), T.GEN_INTERFACE),
-                      (("scenarios_dut_interface",), T.DUT_INTERFACE)],
+                      (("scenarios_dut_interface",), READS_DUT_PORT)],
           TESTBED: [(("testbed_links", 0, "a", "ifname"), T.GEN_INTERFACE),
                     (("testbed_links", 0, "b", "ifname"), T.DUT_INTERFACE),
                     (("testbed_links", 1, "b", "ifname"), T.SINK_INTERFACE)],
@@ -103,7 +115,6 @@ FACTS = [
 OWNED_CONSTANTS = {T.JUMBO_MAX_PKT_SIZE, T.SOCKET_MAX_PKT_SIZE, T.XDPGEN_MAX_PKT_SIZE, 65507,
                    T.GEN_ADDRESS, T.DUT_ADDRESS, T.RESULTS_ROOT, T.ROLE_RESULTS_ROOT, T.BIN_DIR, T.XDP_DIR,
                    T.LEDGER_DIR, T.TUNING_DIR}
-DOC_NAMES = {"DOCUMENTATION", "EXAMPLES", "RETURN"}
 
 # Copies left where another piece of work owns the file; each must still be there (else drop it here).
 NOT_YET = {("results root", "playbooks/kselftest.yml"):
@@ -139,17 +150,69 @@ def drift(files: dict[str, str]) -> list[str]:
 
 def python_copies(rel: str, text: str) -> list[str]:
     tree = ast.parse(text)
-    skip = set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id in DOC_NAMES for t in node.targets):
-            skip.add(id(node.value))
-        if isinstance(node, (ast.Module, ast.FunctionDef, ast.ClassDef, ast.AsyncFunctionDef)) and node.body:
-            first = node.body[0]
-            if isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant):
-                skip.add(id(first.value))
+    skip = prose_ids(tree)
     return [f"{rel}:{node.lineno}: {node.value!r}" for node in ast.walk(tree)
             if isinstance(node, ast.Constant) and id(node) not in skip and not isinstance(node.value, bool)
             and node.value in OWNED_CONSTANTS]
+
+
+# One spelling of a test bed's fact. A test bed's inventory sets it under one name (xdplab_*); the roles'
+# options default to it (reads(), held above) and the run playbooks fall back to the embedded test bed's
+# value (playbooks/vars/run.yml). A variable of another name for the same fact, or an inventory writing
+# the fact under a role's name instead of reading the one name, fails naming file and line.
+@dataclasses.dataclass(frozen=True)
+class Spelling:
+    fact: str
+    shared: str         # the one name a test bed's inventory sets
+    names: str          # a variable name that holds the fact (regex)
+    allowed: dict       # the names that may hold it -> why
+
+
+SPELLINGS = [
+    Spelling("DUT port", "xdplab_dut_interface", r"\w*dut_(?:interface|iface|ifname|port|dev|nic|if)", {
+        "xdplab_dut_interface": "the test bed's DUT port, set once in its inventory",
+        "bench_dut_interface": "the bench role's option; defaults to xdplab_dut_interface",
+        "scenarios_dut_interface": "the scenarios role's option; defaults to xdplab_dut_interface",
+        "__xdplab_dut_interface": "playbooks/vars/run.yml: the embedded test bed's port, the run playbooks' fallback",
+        "__xdplab_check_dut_port": "bench.yml's check mode: the port a run would attach on, read from the above"}),
+    Spelling("generator address", "xdplab_gen_address", r"\w+_(?:gen|src)_(?:ip|address|addr|ipv4)", {
+        "xdplab_gen_address": "the test bed's generator address, set once in its inventory",
+        "bench_src_ip": "the bench role's option; defaults to xdplab_gen_address",
+        "scenarios_src_ip": "the scenarios role's option; defaults to xdplab_gen_address",
+        "scenarios_gen_address": "the address with its prefix the scenarios role puts on the port; empty by default",
+        "__xdplab_gen_address": "playbooks/vars/run.yml: the embedded test bed's, the run playbooks' fallback"}),
+    Spelling("DUT address", "xdplab_dut_address", r"\w+_(?:dut|dst)_(?:ip|address|addr|ipv4)", {
+        "xdplab_dut_address": "the test bed's DUT address, set once in its inventory",
+        "bench_dst_ip": "the bench role's option; defaults to xdplab_dut_address",
+        "scenarios_dst_ip": "the scenarios role's option; defaults to xdplab_dut_address",
+        "scenarios_dut_address": "the address with its prefix the scenarios role puts on the port; empty by default",
+        "__xdplab_dut_address": "playbooks/vars/run.yml: the embedded test bed's, the run playbooks' fallback"}),
+]
+
+
+def second_spellings(files: dict[str, str], spellings=SPELLINGS) -> list[str]:
+    """file:line of each variable that spells a test bed's fact a second way, in files (path -> text)."""
+    found = []
+    for spelling in spellings:
+        key = re.compile(rf"^[\s-]*['\"]?({spelling.names})['\"]?\s*:\s*(.*)$")
+        for rel, text in files.items():
+            for number, line in enumerate(text.splitlines(), 1):
+                match = key.match(line.split(" #", 1)[0])
+                if not match:
+                    continue
+                name, value = match.groups()
+                if name not in spelling.allowed:
+                    found.append(f"{rel}:{number}: {line.strip()}  (a second name for the {spelling.fact}: "
+                                 f"read {spelling.shared} or a role's option)")
+                elif rel.startswith("inventories/") and name != spelling.shared and spelling.shared not in value:
+                    found.append(f"{rel}:{number}: {line.strip()}  (an inventory sets the {spelling.fact} once, "
+                                 f"as {spelling.shared}; the roles read it)")
+    return found
+
+
+def spelling_scan() -> list[str]:
+    globs = ("inventories/**/*.yml", "molecule/**/*.yml")
+    return sorted(set(scanned_yaml()) | {str(p.relative_to(ROOT)) for g in globs for p in ROOT.glob(g)})
 
 
 def get(data, path):
@@ -167,6 +230,14 @@ def test_no_yaml_copy_of_an_owned_value():
     files = {rel: (ROOT / rel).read_text(encoding="utf-8") for rel in scanned_yaml()}
     found = drift(files)
     assert not found, "a value the table owns is written again; read it instead:\n" + "\n".join(found)
+
+
+def test_a_test_bed_fact_has_one_spelling():
+    files = {rel: (ROOT / rel).read_text(encoding="utf-8") for rel in spelling_scan()}
+    inventories = "".join(text for rel, text in files.items() if rel.startswith("inventories/"))
+    assert all(f"\n{s.shared}: " in inventories for s in SPELLINGS), "the inventories set no fact to check"
+    found = second_spellings(files)
+    assert not found, "a test bed's fact is spelled a second way:\n" + "\n".join(found)
 
 
 @pytest.mark.parametrize("fact", FACTS, ids=lambda f: f.name)
@@ -216,6 +287,38 @@ def test_a_python_copy_is_found_but_not_in_docs():
     text = ('"""9014 in a docstring."""\nDOCUMENTATION = "198.18.0.1"\n'
             'def f(p):\n    """198.18.0.2"""\n    return p.get("dst_ip", "198.18.0.2"), 9014\n')
     assert sorted(python_copies("plugins/x.py", text)) == ["plugins/x.py:5: '198.18.0.2'", "plugins/x.py:5: 9014"]
+
+
+def test_a_second_spelling_of_the_dut_port_is_found():
+    # A new role's own name for the port, and an inventory that writes it under the roles' names (as the
+    # lab inventory did before xdplab_dut_interface) instead of setting it once.
+    found = second_spellings({
+        "roles/x/defaults/main.yml": "---\nx_dut_port: veth0  # a comment\nx_dut_egress_interface: veth1\n",
+        "inventories/lab/group_vars/all.yml": ("bench_dut_interface: enp1s0\n"
+                                               "scenarios_dut_interface: \"{{ bench_dut_interface }}\"\n"
+                                               "xdplab_dut_interface: enp1s0\n"),
+        "playbooks/x.yml": "    - {name: y, vars: {bench_dut_interface: eth0}}\n      __my_dut_iface: eth0\n"})
+    assert [f.split("  (")[0] for f in found] == [
+        "roles/x/defaults/main.yml:2: x_dut_port: veth0  # a comment",
+        "inventories/lab/group_vars/all.yml:1: bench_dut_interface: enp1s0",
+        "inventories/lab/group_vars/all.yml:2: scenarios_dut_interface: \"{{ bench_dut_interface }}\"",
+        "playbooks/x.yml:2: __my_dut_iface: eth0"]
+
+
+def test_a_second_spelling_of_an_address_is_found():
+    # The inventories as they were: the roles' names with a literal, and the port's address with its prefix.
+    found = second_spellings({
+        "inventories/vmlab/group_vars/all.yml": ("bench_src_ip: 198.18.0.1\nbench_dst_ip: 198.18.0.2\n"
+                                                 "scenarios_gen_address: 198.18.0.1/24\n"
+                                                 "scenarios_dut_address: \"{{ xdplab_dut_address }}/24\"\n"),
+        "roles/x/defaults/main.yml": "x_gen_ip: 198.18.0.1\nx_dst_addr: 198.18.0.2\n",
+        "playbooks/x.yml": "      src_ip: \"{{ bench_src_ip }}\"\n"})
+    assert [f.split("  (")[0] for f in found] == [
+        "inventories/vmlab/group_vars/all.yml:1: bench_src_ip: 198.18.0.1",
+        "inventories/vmlab/group_vars/all.yml:3: scenarios_gen_address: 198.18.0.1/24",
+        "roles/x/defaults/main.yml:1: x_gen_ip: 198.18.0.1",
+        "inventories/vmlab/group_vars/all.yml:2: bench_dst_ip: 198.18.0.2",
+        "roles/x/defaults/main.yml:2: x_dst_addr: 198.18.0.2"]
 
 
 def test_bench_report_documents_the_report_formats():

@@ -61,6 +61,7 @@ from ansible_collections.xdplab.testbed.plugins.module_utils.traffic._dut_counte
 from ansible_collections.xdplab.testbed.plugins.module_utils.traffic._generator_table import (
     command,
     interrupt_after,
+    offered_load,
     rate_warnings,
     record_figures,
 )
@@ -300,7 +301,7 @@ class ActionModule(ActionBase):
         tool = args.get("tool", "xdpgen")
         reps_out, counters = self._cross_check(runs, sample, mode, args.get("generator_max"),
                                                tool=args.get("parse_as") if tool == "command" else tool,
-                                               gen_cpus=generator_cpus(tool, params))
+                                               gen_cpus=generator_cpus(tool, params), params=params)
         if stopped:
             counters["server"] = {"tool": args["server"]["tool"], "info": (stopped.get("sink") or {}).get("info", {})}
             counters["server_cpu"] = stopped.get("cpu", {})
@@ -518,15 +519,18 @@ class ActionModule(ActionBase):
 
     @staticmethod
     def _cross_check(runs: list[dict], sample: dict | None, mode: str, generator_max: float | None = None,
-                     tool: str | None = None, gen_cpus: list[int] | None = None) -> tuple[list[dict], dict]:
+                     tool: str | None = None, gen_cpus: list[int] | None = None,
+                     params: dict | None = None) -> tuple[list[dict], dict]:
         reps, counters = [], {"gen_packets": 0}
         drops = dut_drops((sample or {}).get("ethtool")) if mode == "continuous" else None
         for i, run in enumerate(runs):
             parsed = run["parsed"]
             rep = {"gen_packets": parsed.get("packets"), "gen_seconds": parsed.get("seconds"),
                    "gen_pps": parsed["pps"], "gen_cpu": run.get("cpu")}
-            figures = record_figures(tool, parsed) if tool else {}
-            if figures:  # the generator table's record keys: latency, bit rates, loss, an estimate's basis
+            # the generator table's record keys (latency, bit rates, loss, an estimate's basis), and for
+            # every generator its mode and the rate asked and achieved
+            figures = {**offered_load(tool, params, parsed), **record_figures(tool, parsed)} if tool else {}
+            if figures:
                 rep["gen_figures"] = figures
             counters["gen_packets"] += int(parsed.get("packets") or 0)
             if mode == "continuous":

@@ -29,6 +29,8 @@ from __future__ import annotations
 import math
 from dataclasses import asdict, dataclass
 
+from ansible_collections.xdplab.testbed.plugins.module_utils.traffic._generator_table import RATE_SHORTFALL
+
 __all__ = ["SEARCH_METHOD", "RateSearch", "SearchError", "Trial", "search_from_spec", "trial_counts"]
 
 
@@ -203,14 +205,16 @@ def search_from_spec(spec: dict) -> RateSearch:
 def trial_counts(rate: float, gen_packets: int, gen_seconds: float, dut_packets: int) -> tuple[int, int]:
     """(offered, received) of one trial, for RateSearch.record.
 
-    The loss is counted against the offered load, rate x the generator's seconds (RFC 2544's frames
-    offered), or the packets sent if more: a DUT that pushes back (a veth or NIC queue full, the
-    generator's transmit refused and retried) loses against the load it was offered even when no
-    frame is dropped, so a trial that could not send its rate fails as a drop would. The DUT's count
-    is the received side."""
+    A generator that sent at least RATE_SHORTFALL (99%) of rate x its seconds offered what it sent
+    (a paced sender ends up to one pacing slice short of rate x seconds: not the DUT's doing). Below
+    that, the offered load is rate x seconds (RFC 2544's frames offered): a DUT that pushes back (a
+    full veth or NIC queue refuses the transmit, and the generator sends again) loses against the
+    load it was offered even when no frame is dropped, so such a trial fails as a drop would. The
+    DUT's count is the received side."""
     for name, value in (("gen_packets", gen_packets), ("dut_packets", dut_packets)):
         if isinstance(value, bool) or not isinstance(value, int) or value < 0:
             raise SearchError(f"{name} must be an integer >= 0, got {value!r}")
     if not gen_seconds or gen_seconds <= 0:
         raise SearchError(f"trial at rate {rate!r}: generator seconds must be > 0, got {gen_seconds!r}")
-    return max(gen_packets, round(rate * gen_seconds)), dut_packets
+    asked = round(rate * gen_seconds)
+    return (gen_packets if gen_packets >= RATE_SHORTFALL * asked else asked), dut_packets

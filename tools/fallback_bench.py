@@ -5,15 +5,18 @@
 
 Run as root from the collection root (`make bench-perf` runs it):
     .venv/bin/python tools/fallback_bench.py [--rounds 5] [--seconds 2] [--sizes 64 1500]
-                                             [--peer-napi-cpu 1] [--rates 0.1 0.5 0.9]
+                                             [--peer-napi-cpu 1] [--rates 0.1 0.3 0.5 0.7 0.9]
+                                             [--paced-only]
 
 One veth pair in two private namespaces, files/xdp/xdp_drop native on the receiving end; every rate
 is the receiver's XDP_DROP count over the sender's own seconds. In interleaved rounds (order rotated
 each round), one thread on CPU --cpu, for every frame size:
     xdpgen --mode packet (PACKET_TX_RING), xdpgen --mode packet --packet-tx mmsg, trafgen --cpus 1
-then xdpgen and trafgen at 1 and 2 threads (64 B), then xdpgen --rate at the given fractions of
-xdpgen's own median maximum for 5 s each, with --interval 0.1: the achieved rate against the asked
-one and the standard deviation of the per-100 ms rate.
+then xdpgen and trafgen at 1 and 2 threads (64 B), then xdpgen --rate on each packet-mode path (TX
+ring, sendmmsg) at the given fractions of that path's own median maximum for 5 s each, with
+--interval 0.1: the achieved rate (the sender's count and the receiver's) against the asked one,
+whether both are within 1% of it, and the standard deviation of the per-100 ms rate. --paced-only
+leaves trafgen and the threads out: the maximum of each path, then the paced runs.
 
 --peer-napi-cpu N switches the receiving veth's NAPI to a kernel thread (threaded NAPI) pinned to
 CPU N: without it the receiver's XDP_DROP runs in softirq on the sender's CPU, inside the sender's
@@ -145,23 +148,36 @@ def table(title: str, res: dict[str, list[dict]], ref: str | None) -> None:
               f"{statistics.median(m['pps_cpu'] for m in ms) / 1e6:9.3f} {loss:7.4f}{ratio}")
 
 
-def paced(runner: Runner, size: int, maximum: float, fractions: list[float], seconds: float) -> None:
-    print(f"\npaced xdpgen (packet mode, {size} B, 1 thread, {seconds:g} s each, max = {maximum / 1e6:.3f} Mpps "
-          "= xdpgen's median above)")
-    print(f"  {'asked pps':>10s} {'of max':>6s} {'achieved':>10s} {'error':>7s} {'received':>10s} "
-          f"{'per-100ms stdev':>15s} {'min..max per 100 ms':>22s}")
-    for f in fractions:
-        asked = round(maximum * f)
-        argv = runner.xdpgen_argv(size, 1, (), rate=asked, interval=0.1)
-        argv = [*argv[:argv.index("--duration") + 1], f"{seconds:g}", *argv[argv.index("--duration") + 2:]]
-        before = runner.pair.dropped()
-        proc = run(["ip", "netns", "exec", runner.pair.gen_ns, *argv])
-        received = runner.pair.dropped() - before
-        r = parse("xdpgen", proc.stdout)
-        kept = r["interval_pps"][1:-1]
-        print(f"  {asked:10d} {f:6.0%} {r['rate_achieved']:10.0f} {100 * (r['rate_achieved'] / asked - 1):+6.2f}% "
-              f"{received / r['seconds']:10.0f} {r['interval_pps_stdev_pct']:14.2f}% "
-              f"{min(kept):10.0f}..{max(kept):.0f}", flush=True)
+PACKET_TX = {"tx ring": (), "sendmmsg": ("--packet-tx", "mmsg")}
+HOLD = 0.01  # --rate must hold the offered load within this fraction of the asked rate
+
+
+def paced(runner: Runner, size: int, maximum: dict[str, float], fractions: list[float], seconds: float) -> int:
+    """xdpgen --rate at each fraction of each packet-mode path's own maximum; returns the points
+    whose achieved rate (sender's count, and the receiver's) is off the asked one by more than HOLD."""
+    print(f"\npaced xdpgen (packet mode, {size} B, 1 thread, {seconds:g} s each, --interval 0.1; max = the "
+          "path's median unpaced rate above; hold: achieved and received within "
+          f"{HOLD:.0%} of asked)")
+    print(f"  {'path':9s} {'of max':>6s} {'asked pps':>10s} {'achieved':>10s} {'error':>7s} {'received':>10s} "
+          f"{'rx error':>8s} {'per-100ms stdev':>15s} {'min..max per 100 ms':>22s}  hold")
+    off = 0
+    for path, extra in PACKET_TX.items():
+        for f in fractions:
+            asked = round(maximum[path] * f)
+            argv = runner.xdpgen_argv(size, 1, extra, rate=asked, interval=0.1)
+            argv = [*argv[:argv.index("--duration") + 1], f"{seconds:g}", *argv[argv.index("--duration") + 2:]]
+            before = runner.pair.dropped()
+            proc = run(["ip", "netns", "exec", runner.pair.gen_ns, *argv])
+            received = (runner.pair.dropped() - before) / seconds
+            r = parse("xdpgen", proc.stdout)
+            kept = r["interval_pps"][1:-1]
+            err, rx_err = r["rate_achieved"] / asked - 1, received / asked - 1
+            held = abs(err) <= HOLD and abs(rx_err) <= HOLD
+            off += not held
+            print(f"  {path:9s} {f:6.0%} {asked:10d} {r['rate_achieved']:10.0f} {100 * err:+6.2f}% "
+                  f"{received:10.0f} {100 * rx_err:+7.2f}% {r['interval_pps_stdev_pct']:14.2f}% "
+                  f"{min(kept):10.0f}..{max(kept):.0f}  {'yes' if held else 'NO'}", flush=True)
+    return off
 
 
 def main() -> int:
@@ -180,10 +196,12 @@ def bench() -> int:
     ap.add_argument("--sizes", type=int, nargs="+", default=[64, 1500])
     ap.add_argument("--cpu", type=int, default=0)
     ap.add_argument("--peer-napi-cpu", type=int, help="threaded NAPI on the receiver, pinned to this CPU")
-    ap.add_argument("--rates", type=float, nargs="*", default=[0.1, 0.5, 0.9],
+    ap.add_argument("--rates", type=float, nargs="*", default=[0.1, 0.3, 0.5, 0.7, 0.9],
                     help="fractions of xdpgen's maximum for the paced runs (none: skip them)")
     ap.add_argument("--rate-seconds", type=float, default=5.0)
     ap.add_argument("--no-threads", action="store_true", help="skip the 1 vs 2 threads comparison")
+    ap.add_argument("--paced-only", action="store_true",
+                    help="no trafgen: only each packet-mode path's maximum (--rounds rounds) and the paced runs")
     args = ap.parse_args()
     if os.geteuid() != 0:
         print("fallback_bench: run as root", file=sys.stderr)
@@ -202,16 +220,18 @@ def bench() -> int:
         load0 = os.getloadavg()
         print(f"veth -> XDP_DROP; sender on CPU {args.cpu}; {placement}; {args.rounds} interleaved rounds of "
               f"~{args.seconds:g} s; loadavg {load0[0]:.2f}", flush=True)
-        maximum = {}
-        for size in args.sizes:
+        maximum: dict[int, dict[str, float]] = {}
+        tg = {} if args.paced_only else {"trafgen": runner.trafgen}
+        for size in args.sizes[:1] if args.paced_only else args.sizes:
             res = rounds({
-                "xdpgen packet (tx ring)": lambda s=size: runner.xdpgen(s),
-                "xdpgen packet (sendmmsg)": lambda s=size: runner.xdpgen(s, extra=("--packet-tx", "mmsg")),
-                "trafgen": lambda s=size: runner.trafgen(s),
+                **{f"xdpgen packet ({path})": lambda s=size, e=extra: runner.xdpgen(s, extra=e)
+                   for path, extra in PACKET_TX.items()},
+                **{name: lambda s=size, g=gen: g(s) for name, gen in tg.items()},
             }, args.rounds, f"{size} B")
-            table(f"{size}-byte frames, 1 thread", res, "trafgen")
-            maximum[size] = statistics.median(m["pps"] for m in res["xdpgen packet (tx ring)"])
-        if not args.no_threads:
+            table(f"{size}-byte frames, 1 thread", res, None if args.paced_only else "trafgen")
+            maximum[size] = {path: statistics.median(m["pps"] for m in res[f"xdpgen packet ({path})"])
+                             for path in PACKET_TX}
+        if not (args.no_threads or args.paced_only):
             size = args.sizes[0]
             res = rounds({
                 "xdpgen 1 thread": lambda: runner.xdpgen(size, 1),
@@ -220,9 +240,11 @@ def bench() -> int:
                 "trafgen 2 threads": lambda: runner.trafgen(size, 2),
             }, args.rounds, f"{size} B threads")
             table(f"{size}-byte frames, 1 and 2 threads (CPUs {args.cpu}..{args.cpu + 1})", res, "xdpgen 1 thread")
+        off = 0
         if args.rates:
             size = args.sizes[0]
-            paced(runner, size, maximum[size], args.rates, args.rate_seconds)
+            off = paced(runner, size, maximum[size], args.rates, args.rate_seconds)
+            print(f"  {off} of {len(args.rates) * len(PACKET_TX)} paced points off by more than {HOLD:.0%}")
         load1 = os.getloadavg()
         print(f"\nloadavg {load0[0]:.2f} -> {load1[0]:.2f}")
         print("commands (interface names carry the pid):")

@@ -61,8 +61,15 @@ from ansible_collections.xdplab.testbed.plugins.module_utils.traffic._dut_counte
 from ansible_collections.xdplab.testbed.plugins.module_utils.traffic._generator_table import (
     command,
     interrupt_after,
+    offered_load,
     rate_warnings,
     record_figures,
+)
+from ansible_collections.xdplab.testbed.plugins.module_utils.traffic._rate_search import (
+    SEARCH_METHOD,
+    SearchError,
+    search_from_spec,
+    trial_counts,
 )
 from ansible_collections.xdplab.testbed.plugins.module_utils.traffic._xdpgen_trafgen_argv import (
     GeneratorParamError,
@@ -230,13 +237,19 @@ class ActionModule(ActionBase):
                 check_spec(args["counter"])
             if args.get("results_dir"):  # before anything is measured into it
                 check_results_dir(args["results_dir"])
-        except (GeneratorParamError, CounterError, RecordError) as exc:
+            if args.get("search"):
+                search_from_spec(args["search"])
+                if args.get("sampler", "continuous") not in ("continuous", "snapshot") or args.get("server"):
+                    raise SearchError("search needs the DUT counter (sampler continuous or snapshot, no server)")
+        except (GeneratorParamError, CounterError, RecordError, SearchError) as exc:
             return dict(result, failed=True, msg=str(exc))
         mode = args.get("sampler", "continuous")
         reps = int(args.get("repetitions", 3))
         params = dict(args.get("params") or {})
         module_args = {k: v for k, v in args.items() if k in GENERATOR_SPEC and k != "repetitions"}
         started = utcnow()
+        if args.get("search"):
+            return self._search(result, args, module_args, params, started, task_vars)
         server = None
         if args.get("server"):
             if not args.get("dut"):
@@ -263,6 +276,45 @@ class ActionModule(ActionBase):
                             msg=f"{args['server']['tool']} on {args['dut']} saw {len(sample['sink']['bursts'])} "
                                 f"bursts of traffic, expected {reps} (one per repetition)")
         return self._finish(result, args, params, runs, sample, mode, started, stopped, task_vars)
+
+    def _search(self, result, args, module_args, params, started, task_vars) -> dict:
+        """NDR/PDR search (traffic/_rate_search.py): one trial per rate the planner asks for, each a
+        generator run with the DUT counter read before and after; the record is the final
+        repetitions at the rate found, with the whole trail in record["search"]."""
+        search = search_from_spec(args["search"])
+        trials = []  # (runs, snapshots) of each trial, in the planner's order
+        while (rate := search.next_rate()) is not None:
+            margs = dict(module_args, params=dict(params, rate=rate))
+            runs, sample = self._snapshot(args, margs, 1, task_vars)
+            if runs is None:
+                return dict(result, **sample, search=search.result())
+            parsed = runs[0]["parsed"]
+            before, after = sample["snapshots"][0]
+            got = int(after["counts"][0] - before["counts"][0])
+            offered, received = trial_counts(rate, int(parsed.get("packets") or 0),
+                                             parsed.get("seconds") or runs[0]["elapsed"], got)
+            phase = search.next_phase
+            trial = search.record(rate, offered, received)
+            trials.append((runs, sample["snapshots"], phase, parsed, got))
+            self._display.display(f"search {args.get('scenario', 'adhoc')}: {phase} trial at {rate:.0f} pps: "
+                                  f"sent {parsed.get('packets')}, DUT counted {got}, loss ratio "
+                                  f"{trial.loss_ratio:.5f} against the offered load: "
+                                  f"{'pass' if trial.passed else 'fail'}")
+        found = search.result()
+        found["method"] = SEARCH_METHOD
+        for entry, (_runs, _snaps, _phase, parsed, got) in zip(found["trail"], trials, strict=True):
+            entry.update(gen_packets=parsed.get("packets"), gen_pps=parsed["pps"], dut_packets=got)
+        final = [t for t, e in zip(trials, found["trail"], strict=True) if e["rate"] == found["rate"] and e["passed"]]
+        if found["rate"] is None or not final:
+            return dict(result, failed=True, search=found,
+                        msg=f"{found['kind']} search found no rate with loss ratio <= {found['loss_ratio']} "
+                            f"down to {search.min_rate:.0f} pps ({found['trials']} trials; the trail is in search)")
+        runs = [r for t in final for r in t[0]]
+        snaps = [s for t in final for s in t[1]]
+        args = dict(args, record_params=dict(args.get("record_params") or {},
+                                             search=found["kind"], search_loss_ratio=found["loss_ratio"]))
+        return self._finish(result, args, dict(params, rate=found["rate"]), runs, {"snapshots": snaps},
+                            "snapshot", started, None, task_vars, more={"search": found})
 
     def _start_server(self, args: dict, task_vars: dict) -> dict:
         spec = args["server"]
@@ -296,11 +348,11 @@ class ActionModule(ActionBase):
             return sample
         return {"runs": runs, "sample": sample}
 
-    def _finish(self, result, args, params, runs, sample, mode, started, stopped, task_vars) -> dict:
+    def _finish(self, result, args, params, runs, sample, mode, started, stopped, task_vars, more=None) -> dict:
         tool = args.get("tool", "xdpgen")
         reps_out, counters = self._cross_check(runs, sample, mode, args.get("generator_max"),
                                                tool=args.get("parse_as") if tool == "command" else tool,
-                                               gen_cpus=generator_cpus(tool, params))
+                                               gen_cpus=generator_cpus(tool, params), params=params)
         if stopped:
             counters["server"] = {"tool": args["server"]["tool"], "info": (stopped.get("sink") or {}).get("info", {})}
             counters["server_cpu"] = stopped.get("cpu", {})
@@ -369,14 +421,14 @@ class ActionModule(ActionBase):
                 extra={"reps": reps_out, "bound": bound, "warnings": warnings,
                        **({"replicate": args["replicate"]} if args.get("replicate") else {}),
                        "addresses": {k: params[k] for k in PLUMBING if k in params},
-                       "dut": args.get("dut"), "generator": task_vars.get("inventory_hostname")},
+                       "dut": args.get("dut"), "generator": task_vars.get("inventory_hostname"), **(more or {})},
             )
         except ValueError as exc:
             return dict(result, failed=True, msg=str(exc), reps=reps_out)
         if dut_cost is not None:
             record["summary"]["dut_cost"] = dut_cost
         result.update(changed=False, record=record, reps=reps_out, bound=bound, runs=runs,
-                      dut_cost_text=cost_text(dut_cost))
+                      dut_cost_text=cost_text(dut_cost), **(more or {}))
         for w in warnings:
             self._display.warning(f"{record['scenario']}: {w}")
         if args.get("results_dir"):
@@ -518,15 +570,18 @@ class ActionModule(ActionBase):
 
     @staticmethod
     def _cross_check(runs: list[dict], sample: dict | None, mode: str, generator_max: float | None = None,
-                     tool: str | None = None, gen_cpus: list[int] | None = None) -> tuple[list[dict], dict]:
+                     tool: str | None = None, gen_cpus: list[int] | None = None,
+                     params: dict | None = None) -> tuple[list[dict], dict]:
         reps, counters = [], {"gen_packets": 0}
         drops = dut_drops((sample or {}).get("ethtool")) if mode == "continuous" else None
         for i, run in enumerate(runs):
             parsed = run["parsed"]
             rep = {"gen_packets": parsed.get("packets"), "gen_seconds": parsed.get("seconds"),
                    "gen_pps": parsed["pps"], "gen_cpu": run.get("cpu")}
-            figures = record_figures(tool, parsed) if tool else {}
-            if figures:  # the generator table's record keys: latency, bit rates, loss, an estimate's basis
+            # the generator table's record keys (latency, bit rates, loss, an estimate's basis), and for
+            # every generator its mode and the rate asked and achieved
+            figures = {**offered_load(tool, params, parsed), **record_figures(tool, parsed)} if tool else {}
+            if figures:
                 rep["gen_figures"] = figures
             counters["gen_packets"] += int(parsed.get("packets") or 0)
             if mode == "continuous":

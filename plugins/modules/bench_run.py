@@ -142,6 +142,19 @@ options:
         into a drop sink. A point is labelled C(generator-bound) only at 95% of it or more; without it,
         a point without DUT drops or loss is C(undetermined).
     type: float
+  search:
+    description:
+      - NDR/PDR search instead of fixed repetitions, by binary search (RFC 2544 throughput) with final
+        repetitions at the rate found. Each trial runs the generator once at the offered rate the search
+        asks for (the params' C(rate) is set per trial), with the DUT counter read before and after; its
+        loss ratio is counted against the offered load (rate x the generator's seconds).
+      - Keys C(max_rate) (required, packets/s; the first trial), C(loss_ratio) (0 for NDR, for example
+        0.005 for a PDR; default 0), C(min_rate), C(resolution) (fraction of the interval's upper end,
+        default 0.01), C(final_repetitions) (default 3), C(max_trials) (default 40).
+      - The record holds the final repetitions at the rate found, C(params.search) (NDR or PDR) and
+        C(search) (the rate, its bounds, the method and every trial in order, as C(trail)). No rate that
+        passes is a failure, with the trail in C(search).
+    type: dict
   record_params:
     description:
       - Parameters stored in the record (and used to match records) that the generator does not take,

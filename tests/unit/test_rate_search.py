@@ -4,7 +4,12 @@
 from __future__ import annotations
 
 import pytest
-from ansible_collections.xdplab.testbed.plugins.module_utils.traffic._rate_search import RateSearch, SearchError
+from ansible_collections.xdplab.testbed.plugins.module_utils.traffic._rate_search import (
+    RateSearch,
+    SearchError,
+    search_from_spec,
+    trial_counts,
+)
 
 SENT = 1_000_000
 
@@ -96,3 +101,46 @@ def test_a_trial_must_be_the_one_asked_for():
         s.record(1e6, 0, 0)
     with pytest.raises(SearchError, match="received must be an integer >= 0, got -1"):
         s.record(1e6, 10, -1)
+
+
+def test_a_trial_that_could_not_send_its_rate_loses_against_the_offered_load():
+    # a DUT pushing back (the transmit refused and retried) makes the generator send 80% of the rate
+    # with nothing dropped: 20% of the offered load is lost
+    offered, received = trial_counts(100_000.0, 80_000, 1.0, 80_000)
+    assert (offered, received) == (100_000, 80_000)
+    s = RateSearch(100_000.0)
+    t = s.record(s.next_rate(), offered, received)
+    assert not t.passed and t.loss_ratio == pytest.approx(0.2)
+    # a generator within 1% of rate x seconds (a paced sender ends up to a slice short, or a little
+    # over) offered what it sent: only what the DUT did not count is lost
+    assert trial_counts(1000.0, 1010, 1.0, 1005) == (1010, 1005)
+    assert trial_counts(100_000.0, 99_990, 1.0, 99_990) == (99_990, 99_990)
+    assert trial_counts(100_000.0, 98_999, 1.0, 98_999) == (100_000, 98_999)
+
+
+@pytest.mark.parametrize("args,msg", [
+    ((1e3, -1, 1.0, 5), "gen_packets must be an integer >= 0, got -1"),
+    ((1e3, 5, 1.0, 2.5), "dut_packets must be an integer >= 0, got 2.5"),
+    ((1e3, 5, 0, 5), "generator seconds must be > 0, got 0"),
+])
+def test_bad_trial_counts_named(args, msg):
+    with pytest.raises(SearchError, match=msg):
+        trial_counts(*args)
+
+
+def test_search_from_the_bench_run_option():
+    s = search_from_spec({"max_rate": 2e6, "loss_ratio": 0.005, "final_repetitions": 2.0, "resolution": 0.02})
+    assert (s.max_rate, s.loss_ratio, s.final_repetitions, s.resolution) == (2e6, 0.005, 2, 0.02)
+    assert search_from_spec({"max_rate": 5e5}).final_repetitions == 3
+
+
+@pytest.mark.parametrize("spec,msg", [
+    ({}, "search needs max_rate > 0.*bench_calibrate.*got None"),
+    ({"max_rate": 0.0}, "search needs max_rate > 0.*got 0.0"),
+    ({"max_rate": 1e6, "loss": 0.1}, "unknown key.s. loss; known: max_rate, loss_ratio"),
+    ({"max_rate": 1e6, "final_repetitions": 1.5}, "final_repetitions must be an integer >= 0, got 1.5"),
+    ("fast", "search must be a dict"),
+])
+def test_bad_search_option_named(spec, msg):
+    with pytest.raises(SearchError, match=msg):
+        search_from_spec(spec)

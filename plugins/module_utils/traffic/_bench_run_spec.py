@@ -45,6 +45,9 @@ ACTION_SPEC = dict(
     replicate=dict(type="dict"),
     # Generator-only maximum (pps) from a calibration: "generator-bound" only near it.
     generator_max=dict(type="float"),
+    # NDR/PDR search (traffic/_rate_search.py): {max_rate, loss_ratio, min_rate, resolution,
+    # final_repetitions, max_trials}; the record is the rate found, with the search's trail.
+    search=dict(type="dict"),
 )
 ACTION_REQUIRED_IF = GENERATOR_REQUIRED_IF + [
     ("sampler", "continuous", ("dut", "counter")),

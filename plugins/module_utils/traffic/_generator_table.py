@@ -71,6 +71,11 @@ class Generator:
     config: Callable[[dict], str] | None = None
     ready: re.Pattern | None = None
     ready_tail: float = 0.0
+    # How it sends, for the record's gen_figures.mode: the parsed figure of that name when the output
+    # says (xdpgen's live/packet, xskgen's bind_mode), else the text after it.
+    mode: tuple[str | None, str] = (None, "")
+    # The param that asks for a rate in packets/s (None: the tool takes none; the record says "max").
+    rate_key: str | None = "rate"
 
 
 _XSK_KEYS = ("bits", "gbps")
@@ -83,24 +88,28 @@ GENERATORS: dict[str, Generator] = {g.name: g for g in (
     # (packets/s, or "max") and achieved; with --interval, how steady the per-interval rate was.
     Generator("xdpgen", xdpgen_argv, "xdpgen",
               ("bytes", "gbps", "threads", "pkt_size", "mode", "rate_asked", "rate_achieved", "interval_s",
-               "intervals", "interval_pps_mean", "interval_pps_stdev", "interval_pps_stdev_pct")),
+               "intervals", "interval_pps_mean", "interval_pps_stdev", "interval_pps_stdev_pct"),
+              mode=("mode", "live")),
     Generator("trafgen", lambda p: trafgen_argv(p, CONFIG), "trafgen", ("bytes", "pkt_size", "pps_basis"),
-              config=trafgen_config),
-    Generator("xskgen", xskgen_argv, "xskgen", _XSKGEN_KEYS),
+              config=trafgen_config, mode=(None, "packet")),
+    Generator("xskgen", xskgen_argv, "xskgen", _XSKGEN_KEYS, mode=("bind_mode", "af_xdp"), rate_key=None),
     # udpgen prints xskgen's summary line.
-    Generator("udpgen", udpgen_argv, "xskgen", _XSK_KEYS),
+    Generator("udpgen", udpgen_argv, "xskgen", _XSK_KEYS, mode=(None, "udp"), rate_key=None),
     # tp mode: messages sent per second; pp/ul mode: replies per second and the latency figures.
     Generator("sockperf", sockperf_argv, "sockperf",
               ("mode", "msg_per_s", "messages", "mbps", "sent", "received", "latency_usec", "avg_latency_usec",
                "stdev_latency_usec", "min_latency_usec", "max_latency_usec", "percentiles_usec", "dropped",
-               "duplicated", "out_of_order")),
+               "duplicated", "out_of_order"),
+              mode=("mode", "tp"), rate_key="mps"),
     Generator("iperf3", iperf3_argv, "iperf3",
               ("protocol", "pps_basis", "bits_per_second", "packets_received", "lost_packets", "lost_percent",
-               "jitter_ms", "retransmits", "tcp_mss", "cpu_utilization_percent")),
+               "jitter_ms", "retransmits", "tcp_mss", "cpu_utilization_percent"),
+              mode=("protocol", "udp"), rate_key=None),
     # testpmd prints "<mode> packet forwarding - ports=N - cores=N ..." once its forwarding lcores
     # run (after "start packet forwarding", with --auto-start).
     Generator("testpmd", testpmd_argv, "testpmd", ("pps_direction", "pps_basis", "rx_pps", "tx_pps"),
-              ready=re.compile(r"^\w+ packet forwarding - ports=\d+", re.MULTILINE), ready_tail=1.0),
+              ready=re.compile(r"^\w+ packet forwarding - ports=\d+", re.MULTILINE), ready_tail=1.0,
+              mode=(None, "dpdk"), rate_key=None),
 )}
 
 
@@ -127,6 +136,22 @@ def record_figures(tool: str, parsed: dict) -> dict:
     if row is None:
         return {}
     return {key: parsed[key] for key in row.record_keys if parsed.get(key) is not None}
+
+
+def offered_load(tool: str, params: dict | None, parsed: dict) -> dict:
+    """What every repetition's record says of its offered load, whatever the generator: ``mode`` (how it
+    sent), ``rate_asked`` (packets/s, or "max" when it was not paced) and ``rate_achieved`` (the
+    generator's own packets/s). `tool` is a generator name or, for a command, its parser's name (that
+    name is then the mode)."""
+    row = GENERATORS.get(tool) or next((g for g in GENERATORS.values() if g.parser == tool), None)
+    key, default = row.mode if row else (None, tool)
+    asked = (params or {}).get(row.rate_key) if row and row.rate_key else None
+    try:
+        asked = float(asked) if asked not in (None, "", "max") else "max"
+    except (TypeError, ValueError):
+        asked = "max"
+    return {"mode": (parsed.get(key) if key else None) or default, "rate_asked": asked,
+            "rate_achieved": float(parsed["pps"])}
 
 
 # A generator that sent less than this share of the rate it was asked for ran below it.

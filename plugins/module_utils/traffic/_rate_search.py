@@ -19,6 +19,9 @@ search's trail for the record.
         sent, received = run_trial(rate)       # the caller's measurement at that offered rate
         search.record(rate, sent, received)
     search.result()   # {"rate", "loss_ratio", "trials", "final", "trail", "bound", ...}
+
+bench_run's ``search`` option drives it (search_from_spec, trial_counts): one trial is one generator
+run at the offered rate with the DUT counter read before and after.
 """
 
 from __future__ import annotations
@@ -26,7 +29,9 @@ from __future__ import annotations
 import math
 from dataclasses import asdict, dataclass
 
-__all__ = ["RateSearch", "SearchError", "Trial"]
+from ansible_collections.xdplab.testbed.plugins.module_utils.traffic._generator_table import RATE_SHORTFALL
+
+__all__ = ["SEARCH_METHOD", "RateSearch", "SearchError", "Trial", "search_from_spec", "trial_counts"]
 
 
 class SearchError(ValueError):
@@ -170,3 +175,46 @@ class RateSearch:
             "resolution": self.resolution, "final_repetitions": self.final_repetitions,
             "trials": len(self.trials), "trail": [asdict(t) for t in self.trials],
         }
+
+
+# The method's name, as the record and the docs give it.
+SEARCH_METHOD = "binary (RFC 2544 throughput), final repetitions at the rate found"
+
+# bench_run's `search` option: key -> RateSearch keyword (max_rate is positional).
+SPEC_KEYS = ("max_rate", "loss_ratio", "min_rate", "resolution", "final_repetitions", "max_trials")
+
+
+def search_from_spec(spec: dict) -> RateSearch:
+    """The RateSearch bench_run's `search` option asks for; a missing max_rate or an unknown key is
+    named (the other values are checked by RateSearch)."""
+    if not isinstance(spec, dict):
+        raise SearchError(f"search must be a dict of {', '.join(SPEC_KEYS)}, got {spec!r}")
+    unknown = sorted(set(spec) - set(SPEC_KEYS))
+    if unknown:
+        raise SearchError(f"search: unknown key(s) {', '.join(unknown)}; known: {', '.join(SPEC_KEYS)}")
+    if not spec.get("max_rate"):
+        raise SearchError(f"search needs max_rate > 0, the generator's maximum in packets/s (the bench role's "
+                          f"bench_calibrate or bench_generator_max gives it), got {spec.get('max_rate')!r}")
+    kw = {k: spec[k] for k in SPEC_KEYS[1:] if spec.get(k) is not None}
+    for k in ("final_repetitions", "max_trials"):  # whole numbers given as 3.0 by a template
+        if isinstance(kw.get(k), float) and kw[k].is_integer():
+            kw[k] = int(kw[k])
+    return RateSearch(spec["max_rate"], **kw)
+
+
+def trial_counts(rate: float, gen_packets: int, gen_seconds: float, dut_packets: int) -> tuple[int, int]:
+    """(offered, received) of one trial, for RateSearch.record.
+
+    A generator that sent at least RATE_SHORTFALL (99%) of rate x its seconds offered what it sent
+    (a paced sender ends up to one pacing slice short of rate x seconds: not the DUT's doing). Below
+    that, the offered load is rate x seconds (RFC 2544's frames offered): a DUT that pushes back (a
+    full veth or NIC queue refuses the transmit, and the generator sends again) loses against the
+    load it was offered even when no frame is dropped, so such a trial fails as a drop would. The
+    DUT's count is the received side."""
+    for name, value in (("gen_packets", gen_packets), ("dut_packets", dut_packets)):
+        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+            raise SearchError(f"{name} must be an integer >= 0, got {value!r}")
+    if not gen_seconds or gen_seconds <= 0:
+        raise SearchError(f"trial at rate {rate!r}: generator seconds must be > 0, got {gen_seconds!r}")
+    asked = round(rate * gen_seconds)
+    return (gen_packets if gen_packets >= RATE_SHORTFALL * asked else asked), dut_packets

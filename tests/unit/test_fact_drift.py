@@ -168,7 +168,7 @@ class Spelling:
     allowed: dict       # the names that may hold it -> why
 
 
-SPELLINGS = [
+SPELLINGS = (
     Spelling("DUT port", "xdplab_dut_interface", r"\w*dut_(?:interface|iface|ifname|port|dev|nic|if)", {
         "xdplab_dut_interface": "the test bed's DUT port, set once in its inventory",
         "bench_dut_interface": "the bench role's option; defaults to xdplab_dut_interface",
@@ -187,7 +187,7 @@ SPELLINGS = [
         "scenarios_dst_ip": "the scenarios role's option; defaults to xdplab_dut_address",
         "scenarios_dut_address": "the address with its prefix the scenarios role puts on the port; empty by default",
         "__xdplab_dut_address": "playbooks/vars/run.yml: the embedded test bed's, the run playbooks' fallback"}),
-]
+)
 
 
 def second_spellings(files: dict[str, str], spellings=SPELLINGS) -> list[str]:

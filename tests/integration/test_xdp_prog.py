@@ -149,6 +149,10 @@ class Netns:
 # The module records what it attaches in a ledger; these tests keep theirs out of the host's.
 LEDGER = tempfile.mkdtemp(prefix="xdplab-test-ledger-")
 atexit.register(shutil.rmtree, LEDGER, ignore_errors=True)
+# The module's private bpffs mount points (tempfile, so $TMPDIR) go here, where only these tests look:
+# runs of the module by the other pytest-xdist worker's tests come and go in /tmp meanwhile.
+MODULE_TMP = tempfile.mkdtemp(prefix="xdplab-test-tmp-")
+atexit.register(shutil.rmtree, MODULE_TMP, ignore_errors=True)
 
 
 def run_module(prefix: list[str], args: dict, check: bool = False, diff: bool = False) -> dict:
@@ -156,7 +160,7 @@ def run_module(prefix: list[str], args: dict, check: bool = False, diff: bool = 
     with tempfile.NamedTemporaryFile("w", suffix=".json", prefix="h1-args-", delete=False) as f:
         json.dump({"ANSIBLE_MODULE_ARGS": {**args, "_ansible_check_mode": check, "_ansible_diff": diff}}, f)
     try:
-        env = {**os.environ, "PYTHONPATH": str(COLLECTIONS)}
+        env = {**os.environ, "PYTHONPATH": str(COLLECTIONS), "TMPDIR": MODULE_TMP}
         r = subprocess.run([*prefix, sys.executable, str(MODULE), f.name], capture_output=True, text=True, env=env,
                            check=False)
     finally:
@@ -185,7 +189,7 @@ def stats(prog_id: int) -> dict[str, int]:
 
 
 def leftovers() -> set[str]:
-    return set(glob.glob(os.path.join(tempfile.gettempdir(), "xdplab-bpffs-*")))
+    return set(glob.glob(os.path.join(MODULE_TMP, "xdplab-bpffs-*")))
 
 
 UDP4 = {"src": "198.18.0.1", "dst": "198.18.0.2", "sport": 4000, "dport": 9}
